@@ -1,0 +1,247 @@
+// Package db opens the service's database (PostgreSQL in production, SQLite
+// as the embedded default), applies the embedded migrations and provides the
+// few dialect-aware helpers that stores need: transactions, row locks,
+// per-tenant id allocation and constraint-violation checks.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Dialects.
+const (
+	Postgres = "postgres"
+	SQLite   = "sqlite"
+)
+
+// SQLiteFile is the database file name inside the data directory.
+const SQLiteFile = "finsvc.db"
+
+// Pool settings. PostgreSQL connections are comparatively expensive and the
+// server caps them (max_connections, default 100), so each replica keeps a
+// bounded pool and recycles connections so that a failover or a pgbouncer
+// restart is picked up. SQLite connections are cheap; WAL lets readers run
+// beside the single writer, and busy_timeout queues writers.
+const (
+	pgMaxOpenConns     = 20
+	pgMaxIdleConns     = 10
+	pgConnMaxLifetime  = 30 * time.Minute
+	pgConnMaxIdleTime  = 5 * time.Minute
+	sqliteMaxOpenConns = 8
+	sqliteBusyTimeout  = 15 * time.Second
+	openPingTimeout    = 10 * time.Second
+	slowQueryThreshold = 500 * time.Millisecond
+)
+
+// DB is the service's database handle. Dialect is Postgres or SQLite; code
+// that must differ per dialect (row locks, SKIP LOCKED) asks it rather than
+// sniffing the driver.
+type DB struct {
+	*gorm.DB
+	Dialect string
+
+	log *slog.Logger // may be nil for a DB built by hand
+}
+
+func (d *DB) logger() *slog.Logger {
+	if d.log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.log
+}
+
+// Open connects to databaseURL, or, when it is empty, to the SQLite file
+// <dataDir>/finsvc.db (creating dataDir). Accepted URLs:
+//
+//	postgres://… or postgresql://… (or a libpq "key=value" DSN)
+//	sqlite:///abs/path.db, sqlite:rel/path.db, file:path.db
+//
+// The returned handle has been pinged.
+func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger) (*DB, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dialect, target, err := parseURL(databaseURL, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &gorm.Config{
+		Logger: newGormLogger(logger, slowQueryThreshold),
+		// Store UTC, truncated to what PostgreSQL keeps, so a time written
+		// and read back compares equal on both dialects and SQLite's text
+		// timestamps sort chronologically.
+		NowFunc: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		// Constraint errors are inspected with IsUniqueViolation and
+		// friends; keep the driver errors intact.
+		TranslateError: false,
+	}
+
+	var d *DB
+	switch dialect {
+	case Postgres:
+		d, err = openPostgres(target, cfg)
+	case SQLite:
+		d, err = openSQLite(target, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.log = logger
+	pctx, cancel := context.WithTimeout(ctx, openPingTimeout)
+	defer cancel()
+	if err := d.Ping(pctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("db: connect to %s: %w", dialect, err)
+	}
+	return d, nil
+}
+
+func openPostgres(dsn string, cfg *gorm.Config) (*DB, error) {
+	g, err := gorm.Open(postgres.Open(dsn), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("db: open postgres: %w", err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, fmt.Errorf("db: open postgres: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(pgMaxOpenConns)
+	sqlDB.SetMaxIdleConns(pgMaxIdleConns)
+	sqlDB.SetConnMaxLifetime(pgConnMaxLifetime)
+	sqlDB.SetConnMaxIdleTime(pgConnMaxIdleTime)
+	return &DB{DB: g, Dialect: Postgres}, nil
+}
+
+func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("db: create data directory: %w", err)
+	}
+	g, err := gorm.Open(sqlite.Open(SQLiteDSN(path)), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("db: open sqlite %s: %w", path, err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, fmt.Errorf("db: open sqlite %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(sqliteMaxOpenConns)
+	sqlDB.SetMaxIdleConns(sqliteMaxOpenConns)
+	return &DB{DB: g, Dialect: SQLite}, nil
+}
+
+// SQLiteDSN returns the glebarez/go-sqlite DSN for the file at path. Every
+// connection gets:
+//   - busy_timeout first, so that the following pragmas and every write
+//     wait for a competing writer instead of failing with SQLITE_BUSY;
+//   - WAL, so that readers never block the writer or each other;
+//   - synchronous=NORMAL, durable across application crashes in WAL mode;
+//   - foreign_keys, off by default in SQLite and needed for ON DELETE CASCADE;
+//   - _txlock=immediate: every BEGIN takes the write lock at once. That lock
+//     is SQLite's stand-in for SELECT … FOR UPDATE (DESIGN section 4), and it
+//     avoids the SQLITE_BUSY a deferred transaction gets when it upgrades
+//     from reader to writer while another writer holds the lock.
+//
+// Do not add _time_format: the driver returns early after it and would then
+// silently ignore _txlock.
+func SQLiteDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return path + "?" + q.Encode()
+}
+
+// parseURL maps a database URL to (dialect, driver DSN or file path).
+func parseURL(databaseURL, dataDir string) (dialect, target string, err error) {
+	u := strings.TrimSpace(databaseURL)
+	switch {
+	case u == "":
+		if dataDir == "" {
+			return "", "", errors.New("db: neither a database URL nor a data directory is set")
+		}
+		return SQLite, filepath.Join(dataDir, SQLiteFile), nil
+	case strings.HasPrefix(u, "sqlite://"):
+		// sqlite:///abs/path → /abs/path; sqlite://rel/path → rel/path
+		return sqlitePath(strings.TrimPrefix(u, "sqlite://"))
+	case strings.HasPrefix(u, "sqlite:"):
+		return sqlitePath(strings.TrimPrefix(u, "sqlite:"))
+	case strings.HasPrefix(u, "file:"):
+		return sqlitePath(strings.TrimPrefix(u, "file:"))
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"),
+		strings.Contains(u, "=") && !strings.Contains(u, "://"):
+		return Postgres, u, nil
+	}
+	scheme, _, _ := strings.Cut(u, ":")
+	return "", "", fmt.Errorf("db: unsupported database URL scheme %q (want postgres:// or sqlite:)", scheme)
+}
+
+func sqlitePath(p string) (string, string, error) {
+	if p == "" || strings.ContainsAny(p, "?#") {
+		return "", "", fmt.Errorf("db: invalid sqlite path %q (no query parameters: pragmas are fixed)", p)
+	}
+	return SQLite, p, nil
+}
+
+// Ping checks that the database answers (readiness probe).
+func (d *DB) Ping(ctx context.Context) error {
+	sqlDB, err := d.DB.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// Close releases the connection pool.
+func (d *DB) Close() error {
+	sqlDB, err := d.DB.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Tx runs fn in a transaction bound to ctx: committed when fn returns nil,
+// rolled back otherwise (and on panic). Nested calls on the tx handle use
+// savepoints. On SQLite the transaction holds the database write lock from
+// BEGIN on, so keep it short and never wait on the network inside it.
+func (d *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return d.DB.WithContext(ctx).Transaction(fn)
+}
+
+// ForUpdate adds FOR UPDATE to tx's SELECT on PostgreSQL. On SQLite it adds
+// nothing: a transaction opened by Tx already holds the write lock, which
+// serializes writers just as the row lock would.
+func (d *DB) ForUpdate(tx *gorm.DB) *gorm.DB {
+	if d.Dialect == Postgres {
+		return tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	return tx
+}
+
+// ForUpdateSkipLocked adds FOR UPDATE SKIP LOCKED on PostgreSQL, for queue
+// consumers (outbox workers) that must not wait on rows another replica has
+// claimed. On SQLite it adds nothing (one writer at a time anyway).
+func (d *DB) ForUpdateSkipLocked(tx *gorm.DB) *gorm.DB {
+	if d.Dialect == Postgres {
+		return tx.Clauses(clause.Locking{
+			Strength: clause.LockingStrengthUpdate,
+			Options:  clause.LockingOptionsSkipLocked,
+		})
+	}
+	return tx
+}

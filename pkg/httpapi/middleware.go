@@ -1,0 +1,200 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// headerRequestID is the response header the spec names (section 5.8).
+const headerRequestID = "request_id"
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// requestID reuses a sane incoming X-Request-Id (so a proxy's id follows the
+// request through our logs) or makes a new one, and sets it on the response
+// before anything else can fail.
+func requestID() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			id := c.Request().Header.Get(echo.HeaderXRequestID)
+			if !validRequestID.MatchString(id) {
+				var b [12]byte
+				_, _ = rand.Read(b[:])
+				id = hex.EncodeToString(b[:])
+			}
+			c.Response().Header().Set(headerRequestID, id)
+			c.Set(headerRequestID, id)
+			return next(c)
+		}
+	}
+}
+
+// RequestIDOf returns the request id of c.
+func RequestIDOf(c echo.Context) string { s, _ := c.Get(headerRequestID).(string); return s }
+
+// accessLog writes one structured line per request: request id, tenant,
+// route (the pattern, not the raw path, so ids and tokens in URLs never reach
+// the log), status and latency. Query strings are never logged: OAuth
+// redirects carry codes in them.
+func accessLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err) // render now so the logged status is the real one
+			}
+			req := c.Request()
+			attrs := []any{
+				"request_id", RequestIDOf(c),
+				"method", req.Method,
+				"route", c.Path(),
+				"status", c.Response().Status,
+				"latency_ms", float64(time.Since(start).Microseconds()) / 1000,
+				"bytes", c.Response().Size,
+			}
+			if t, ok := tenant.FromContext(req.Context()); ok {
+				attrs = append(attrs, "tenant", t.Slug)
+			}
+			if p, ok := auth.FromContext(req.Context()); ok {
+				attrs = append(attrs, "user_id", p.UserID, "client_id", p.ClientID)
+			}
+			log.InfoContext(req.Context(), "request", attrs...)
+			return nil
+		}
+	}
+}
+
+// recoverer turns a panic into a logged 500 in the error format.
+func recoverer(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					if r == http.ErrAbortHandler {
+						panic(r)
+					}
+					err = &apperr.Error{Kind: apperr.Internal, Message: "internal error", Err: fmt.Errorf("panic: %v", r)}
+				}
+			}()
+			return next(c)
+		}
+	}
+}
+
+// bodyLimit refuses bodies over limit bytes with 413 (in the error format)
+// without reading past the limit.
+func bodyLimit(limit int64) echo.MiddlewareFunc {
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	return middleware.BodyLimit(strconv.FormatInt(limit, 10) + "B")
+}
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9-]{2,63}$`)
+
+// resolveTenant maps the Host (or, behind a trusted proxy, X-Forwarded-Host)
+// to a tenant before anything tenant-scoped runs. A host outside the base
+// domain, or an unknown tenant, is a 404 in the error format.
+func resolveTenant(deps Deps) echo.MiddlewareFunc {
+	base := strings.ToLower(strings.TrimPrefix(deps.Config.BaseDomain, "."))
+	trustProxy := deps.Config.TrustProxy
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if isOperational(c) {
+				return next(c)
+			}
+			host := c.Request().Host
+			if trustProxy {
+				if fh := c.Request().Header.Get("X-Forwarded-Host"); fh != "" {
+					host = strings.TrimSpace(strings.Split(fh, ",")[0])
+				}
+			}
+			slug, ok := tenantSlug(host, base)
+			if !ok {
+				return apperr.E(apperr.NotFound, "unknown host: no tenant is served here")
+			}
+			t, err := deps.Tenants.BySlug(c.Request().Context(), slug)
+			if err != nil {
+				if apperr.Is(err, apperr.NotFound) {
+					return apperr.E(apperr.NotFound, "unknown tenant")
+				}
+				return err
+			}
+			ctx := tenant.NewContext(c.Request().Context(), t)
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	}
+}
+
+// tenantSlug extracts "acme" from "acme.<base>[:port]".
+func tenantSlug(host, base string) (string, bool) {
+	host = strings.ToLower(host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(host, ".")
+	suffix := "." + base
+	if !strings.HasSuffix(host, suffix) {
+		return "", false
+	}
+	slug := strings.TrimSuffix(host, suffix)
+	if !slugPattern.MatchString(slug) {
+		return "", false
+	}
+	return slug, true
+}
+
+// bearerAuth authenticates every /api/1.0 request from the Authorization
+// header only (never a query parameter or cookie) and puts the principal in
+// the request context. Anything but a valid access token of this tenant is a
+// 401 with WWW-Authenticate: Bearer.
+func bearerAuth(a Authenticator) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !isAPI(c) {
+				return next(c)
+			}
+			h := c.Request().Header.Get(echo.HeaderAuthorization)
+			scheme, token, ok := strings.Cut(h, " ")
+			if h == "" {
+				return apperr.E(apperr.Unauthenticated, "an access token is required: send Authorization: Bearer <token>")
+			}
+			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+				return apperr.E(apperr.Unauthenticated, "malformed Authorization header: expected Bearer <token>")
+			}
+			if a == nil {
+				return apperr.E(apperr.Unauthenticated, "the access token is invalid")
+			}
+			ctx := c.Request().Context()
+			p, err := a.AuthenticateBearer(ctx, token)
+			if err != nil {
+				if apperr.Is(err, apperr.Unauthenticated) {
+					return err
+				}
+				return fmt.Errorf("authenticate bearer: %w", err)
+			}
+			if p == nil || p.TenantID != tenant.ID(ctx) {
+				return apperr.E(apperr.Unauthenticated, "the access token is invalid")
+			}
+			c.SetRequest(c.Request().WithContext(auth.NewContext(ctx, p)))
+			return next(c)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+// Package httpapi assembles the HTTP server: the middleware chain, request
+// validation against the embedded OpenAPI document, the strict handlers, and
+// the one place where domain errors become HTTP statuses (errors.go).
+//
+// The chain, outermost first:
+//
+//	request id → access log → recover → body limit → tenant (from Host)
+//	  → [/api/1.0 only] bearer auth → OpenAPI request validation → handler
+//
+// Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
+// host and skip tenant resolution so that load balancers can probe them.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/config"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// TenantResolver finds a tenant by its subdomain slug; apperr.NotFound when
+// there is none.
+type TenantResolver interface {
+	BySlug(ctx context.Context, slug string) (*tenant.Tenant, error)
+}
+
+// Authenticator turns a bearer token into a principal of the tenant in ctx.
+// It returns an apperr.Unauthenticated error for any token it does not accept
+// (unknown, expired, revoked, not an access token, another tenant's).
+type Authenticator interface {
+	AuthenticateBearer(ctx context.Context, token string) (*auth.Principal, error)
+}
+
+// Deps is everything the HTTP layer needs; cmd/finsvc and the test harness
+// wire it.
+type Deps struct {
+	DB      *db.DB
+	Config  *config.Config
+	Logger  *slog.Logger
+	Tenants TenantResolver
+	Auth    Authenticator
+
+	// Routes lets capabilities outside this package (the OAuth endpoints and
+	// pages, …) register their own routes on the tenant-scoped echo instance.
+	Routes []func(e *echo.Echo)
+	// Middleware is inserted after tenant resolution for every tenant route
+	// (rate limiting, metrics).
+	Middleware []echo.MiddlewareFunc
+}
+
+// Handlers implements api.StrictServerInterface. Each capability adds its
+// operations as methods in its own file; operations not built yet fall
+// through to the embedded unimplemented stubs (501).
+type Handlers struct {
+	unimplemented
+	deps Deps
+}
+
+var _ api.StrictServerInterface = (*Handlers)(nil)
+
+// operational paths answer on any host, without a tenant.
+var operational = map[string]bool{
+	"/healthz": true, "/readyz": true, "/openapi.yaml": true, "/metrics": true, "/docs": true,
+}
+
+func isOperational(c echo.Context) bool { return operational[c.Request().URL.Path] }
+
+func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/1.0/") }
+
+// New builds the service's HTTP handler.
+func New(deps Deps) (http.Handler, error) {
+	e, err := NewEcho(deps)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// NewEcho builds the echo instance behind New (exposed for tests and for
+// cmd/finsvc, which may add routes such as /metrics).
+func NewEcho(deps Deps) (*echo.Echo, error) {
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Config == nil {
+		deps.Config = config.Default()
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler(deps.Logger)
+
+	e.Use(requestID())
+	e.Use(accessLog(deps.Logger))
+	e.Use(recoverer(deps.Logger))
+	e.Use(bodyLimit(deps.Config.BodyLimit))
+	e.Use(resolveTenant(deps))
+	for _, m := range deps.Middleware {
+		e.Use(m)
+	}
+
+	validator, err := requestValidator()
+	if err != nil {
+		return nil, err
+	}
+	h := &Handlers{deps: deps}
+	strict := api.NewStrictHandler(h, nil)
+	apiGroup := e.Group("", bearerAuth(deps.Auth), validator)
+	api.RegisterHandlers(apiGroup, strict)
+
+	registerOperational(e, deps)
+	for _, r := range deps.Routes {
+		r(e)
+	}
+	return e, nil
+}

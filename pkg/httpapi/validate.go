@@ -1,0 +1,195 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+	oapimw "github.com/oapi-codegen/echo-middleware"
+
+	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/pkg/apperr"
+)
+
+func init() {
+	// The spec marks ids as format: uuid; kin-openapi only checks formats it
+	// knows, so register it once for the process (it is global in kin).
+	openapi3.DefineStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562))
+}
+
+// Spec returns a fresh copy of the embedded OpenAPI document.
+func Spec() (*openapi3.T, error) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	// Tenant hosts are resolved by our own middleware, not matched against
+	// the servers entry.
+	spec.Servers = nil
+	return spec, nil
+}
+
+// unprocessableRoutes are the correlated-data writes, where a well-formed
+// body whose values break a constraint (an over-long error, …) is a 422, as
+// spec section 4 asks, rather than a 400.
+var unprocessableRoutes = map[string]bool{
+	"/api/1.0/acts/:act_uuid/data":          true,
+	"/api/1.0/acts/:act_uuid/data/:data_id": true,
+}
+
+// validationError is what the validator found, before it becomes a status.
+type validationError struct {
+	fields     apperr.FieldErrors
+	structural bool // a type, required, unknown-property or parse failure
+}
+
+func (v *validationError) Error() string { return "request validation failed" }
+
+// requestValidator validates every /api/1.0 request against the embedded
+// spec (kin-openapi through oapi-codegen's echo middleware) and renders
+// failures as the error body with field-level messages.
+func requestValidator() (echo.MiddlewareFunc, error) {
+	spec, err := Spec()
+	if err != nil {
+		return nil, err
+	}
+	opts := &oapimw.Options{
+		DoNotValidateServers: true,
+		Skipper:              func(c echo.Context) bool { return !isAPI(c) },
+		Options: openapi3filter.Options{
+			MultiError:         true,
+			KeepValidatedValue: true,
+			// Authentication already happened in bearerAuth, and scopes are
+			// checked together with roles by the handlers (auth.Require).
+			AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
+		},
+		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
+			v := &validationError{fields: apperr.FieldErrors{}}
+			collect(v, me)
+			return &echo.HTTPError{Code: http.StatusBadRequest, Internal: v}
+		},
+		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
+			var v *validationError
+			if !errors.As(he.Internal, &v) {
+				// Route-level failures (404, 405) keep their status.
+				return he
+			}
+			kind, msg := apperr.Invalid, "The request is invalid."
+			if !v.structural && unprocessableRoutes[c.Path()] {
+				kind, msg = apperr.Unprocessable, "The data is invalid; nothing was applied."
+			}
+			return &apperr.Error{Kind: kind, Message: msg, Fields: map[string][]string(v.fields)}
+		},
+	}
+	return oapimw.OapiRequestValidatorWithOptions(spec, opts), nil
+}
+
+// collect flattens kin-openapi's nested errors into field messages.
+func collect(v *validationError, err error) {
+	var me openapi3.MultiError
+	if errors.As(err, &me) && len(me) > 0 {
+		if _, isMulti := err.(openapi3.MultiError); isMulti {
+			for _, e := range me {
+				collect(v, e)
+			}
+			return
+		}
+	}
+	var re *openapi3filter.RequestError
+	if errors.As(err, &re) {
+		switch {
+		case re.Parameter != nil:
+			v.structural = true // parameters are the URL's shape, never 422
+			v.fields.Add(re.Parameter.Name, paramMessage(re))
+		case re.Err != nil:
+			collectBody(v, re.Err)
+		default:
+			v.structural = true
+			v.fields.Add("body", re.Reason)
+		}
+		return
+	}
+	collectBody(v, err)
+}
+
+func collectBody(v *validationError, err error) {
+	if me, ok := err.(openapi3.MultiError); ok {
+		for _, e := range me {
+			collectBody(v, e)
+		}
+		return
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		field := fieldPath(se.JSONPointer())
+		switch se.SchemaField {
+		case "type", "required", "properties", "additionalProperties", "minProperties", "nullable", "oneOf", "anyOf", "allOf", "not":
+			v.structural = true
+		}
+		v.fields.Add(field, se.Reason)
+		return
+	}
+	// Not a schema error: the body did not parse (malformed JSON, wrong
+	// content type).
+	v.structural = true
+	msg := "is not valid JSON"
+	var pe *openapi3filter.ParseError
+	if !errors.As(err, &pe) {
+		msg = firstLine(err.Error())
+	}
+	v.fields.Add("body", msg)
+}
+
+// fieldPath renders a JSON pointer as the key clients see: data[3].value.
+func fieldPath(ptr []string) string {
+	if len(ptr) == 0 {
+		return "body"
+	}
+	var b strings.Builder
+	for i, p := range ptr {
+		if isIndex(p) {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func paramMessage(re *openapi3filter.RequestError) string {
+	var se *openapi3.SchemaError
+	if errors.As(re.Err, &se) {
+		return se.Reason
+	}
+	if re.Err != nil {
+		return firstLine(re.Err.Error())
+	}
+	return re.Reason
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

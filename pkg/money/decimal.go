@@ -1,0 +1,107 @@
+// Package money holds Decimal, the exact decimal number used for monetary
+// amounts in the API (credit_limit). The spec makes it a JSON number, so it
+// marshals as a number literal; internally it is the literal's canonical
+// decimal text and never passes through float64.
+package money
+
+import (
+	"bytes"
+	"fmt"
+	"math/big"
+	"strings"
+)
+
+// Decimal is an exact decimal value; its zero value is 0.
+type Decimal struct {
+	s string // canonical decimal text ("0", "-12.5", "250000.25")
+}
+
+// Parse reads a plain decimal literal ("12", "-0.50", "1e3" is rejected as
+// exponent notation is a float-ism finance clients should not rely on).
+func Parse(s string) (Decimal, error) {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok || s == "" || strings.ContainsAny(s, "eE/ \t+") || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") {
+		return Decimal{}, fmt.Errorf("%q is not a decimal number", s)
+	}
+	return FromRat(r), nil
+}
+
+// MustParse is Parse for constants; it panics on bad input.
+func MustParse(s string) Decimal {
+	d, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// FromRat converts a finite-decimal rational; it must have a terminating
+// decimal expansion (anything parsed from decimal text does).
+func FromRat(r *big.Rat) Decimal {
+	// FloatString with enough digits, then trim trailing zeros.
+	scale := 0
+	den := new(big.Int).Set(r.Denom())
+	ten := big.NewInt(10)
+	for den.Cmp(big.NewInt(1)) != 0 && scale < 64 {
+		g := new(big.Int).GCD(nil, nil, den, ten)
+		if g.Cmp(big.NewInt(1)) == 0 {
+			break
+		}
+		den.Div(den, g)
+		scale++
+	}
+	s := r.FloatString(scale)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return Decimal{s: s}
+}
+
+// String returns the canonical decimal text.
+func (d Decimal) String() string {
+	if d.s == "" {
+		return "0"
+	}
+	return d.s
+}
+
+// Rat returns the value as a big.Rat.
+func (d Decimal) Rat() *big.Rat {
+	r, _ := new(big.Rat).SetString(d.String())
+	return r
+}
+
+// Scale is the number of fractional digits of the canonical form.
+func (d Decimal) Scale() int {
+	if i := strings.IndexByte(d.String(), '.'); i >= 0 {
+		return len(d.String()) - i - 1
+	}
+	return 0
+}
+
+// Sign returns -1, 0 or +1.
+func (d Decimal) Sign() int { return d.Rat().Sign() }
+
+// Cmp compares d and e.
+func (d Decimal) Cmp(e Decimal) int { return d.Rat().Cmp(e.Rat()) }
+
+// MarshalJSON writes the value as a JSON number literal.
+func (d Decimal) MarshalJSON() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalJSON reads a JSON number literal (or a string holding one, which
+// some clients send to avoid float rounding on their side).
+func (d *Decimal) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		b = bytes.Trim(b, `"`)
+	}
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}

@@ -1,0 +1,182 @@
+// Package outbox records webhook events durably, inside the business
+// transaction that caused them (DESIGN section 5): one events row plus one
+// deliveries row per eligible registration. A crash after commit loses
+// nothing, a rollback leaves nothing behind, and delivery workers pick the
+// rows up later. Call Emit with the same *gorm.DB transaction that writes the
+// business change.
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// Event kinds (the spec's event names).
+const (
+	ActFetchData  = "act.fetch_data"
+	ActCreated    = "act.created"
+	ActDuplicated = "act.duplicated"
+)
+
+// Kinds lists every event kind a registration may subscribe to.
+var Kinds = []string{ActFetchData, ActCreated, ActDuplicated}
+
+// ValidKind reports whether k is a known event kind.
+func ValidKind(k string) bool {
+	for _, x := range Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Event is one occurrence to deliver. ID is the envelope id, the same for
+// every destination and every retry.
+type Event struct {
+	ID         uuid.UUID
+	Kind       string
+	OccurredAt time.Time
+	Data       any // marshalled as the envelope's data object
+	// ExpiresAt, when set, ends retries (act.fetch_data: the request's deadline).
+	ExpiresAt *time.Time
+}
+
+// Policy says which registrations are eligible. AllowHTTP admits http://
+// targets (FINSVC_WEBHOOK_ALLOW_PRIVATE, tests and demo); otherwise only
+// https:// targets are.
+type Policy struct {
+	AllowHTTP bool
+}
+
+// Notifier is told after a commit that deliveries are due, so that workers
+// wake without polling delay. Nil is fine.
+type Notifier interface{ Notify() }
+
+// Outbox writes events. The zero value is usable (https only, no notifier).
+type Outbox struct {
+	Policy   Policy
+	Notifier Notifier
+}
+
+// eligible selects the registrations of kind that may receive an event of the
+// current tenant: active, with an https target (or http when allowed), and
+// created by a user who still exists in the tenant — every user of a tenant
+// may read its acts, so an existing user is one with access to the act
+// (spec section 6, "Registration conditions").
+func (o *Outbox) eligible(ctx context.Context, tx *gorm.DB, kind string) *gorm.DB {
+	q := tenant.Scope(ctx, tx.Table("webhooks")).
+		Where("webhooks.event = ? AND webhooks.active", kind).
+		Where("EXISTS (SELECT 1 FROM users u WHERE u.tenant_id = webhooks.tenant_id AND u.id = webhooks.created_by_user_id)")
+	if o.Policy.AllowHTTP {
+		q = q.Where("(webhooks.target LIKE 'https://%' OR webhooks.target LIKE 'http://%')")
+	} else {
+		q = q.Where("webhooks.target LIKE 'https://%'")
+	}
+	return q
+}
+
+// EligibleCount reports how many registrations would receive an event of kind
+// now (fetch requests are refused when none would).
+func (o *Outbox) EligibleCount(ctx context.Context, tx *gorm.DB, kind string) (int64, error) {
+	var n int64
+	if err := o.eligible(ctx, tx, kind).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("outbox: count eligible %s registrations: %w", kind, err)
+	}
+	return n, nil
+}
+
+// Emit records ev and one pending delivery per eligible registration, inside
+// tx, and returns the number of deliveries queued. The event row is written
+// even when nobody is subscribed, so that the history of what happened is
+// complete and a later redelivery has its source.
+func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (int, error) {
+	if !ValidKind(ev.Kind) {
+		return 0, fmt.Errorf("outbox: unknown event kind %q", ev.Kind)
+	}
+	if ev.ID == uuid.Nil {
+		ev.ID = uuid.New()
+	}
+	if ev.OccurredAt.IsZero() {
+		ev.OccurredAt = time.Now()
+	}
+	payload, err := json.Marshal(ev.Data)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: marshal %s payload: %w", ev.Kind, err)
+	}
+	tid := tenant.ID(ctx)
+	row := map[string]any{
+		"tenant_id": tid, "id": ev.ID.String(), "kind": ev.Kind,
+		"payload": string(payload), "occurred_at": ev.OccurredAt.UTC(),
+	}
+	if ev.ExpiresAt != nil {
+		row["expires_at"] = ev.ExpiresAt.UTC()
+	}
+	if err := tx.WithContext(ctx).Table("events").Create(row).Error; err != nil {
+		return 0, fmt.Errorf("outbox: insert %s event: %w", ev.Kind, err)
+	}
+	var hooks []int64
+	if err := o.eligible(ctx, tx, ev.Kind).Pluck("webhooks.id", &hooks).Error; err != nil {
+		return 0, fmt.Errorf("outbox: select %s registrations: %w", ev.Kind, err)
+	}
+	if len(hooks) == 0 {
+		return 0, nil
+	}
+	now := time.Now().UTC()
+	rows := make([]map[string]any, 0, len(hooks))
+	for _, h := range hooks {
+		rows = append(rows, map[string]any{
+			"tenant_id": tid, "id": uuid.NewString(), "webhook_id": h, "event_id": ev.ID.String(),
+			"status": "pending", "attempts": 0, "next_attempt_at": now,
+			"created_at": now, "updated_at": now,
+		})
+	}
+	if err := tx.WithContext(ctx).Table("deliveries").Create(rows).Error; err != nil {
+		return 0, fmt.Errorf("outbox: insert %d deliveries: %w", len(rows), err)
+	}
+	if o.Notifier != nil {
+		// Wake workers once the transaction commits; before that the rows are
+		// invisible to them, and after a rollback they never exist.
+		notifyAfterCommit(ctx, o.Notifier)
+	}
+	return len(rows), nil
+}
+
+// notifyAfterCommit defers n.Notify to after tx commits when possible. GORM
+// has no commit hook, so callers that want an immediate wake-up also poll; a
+// notification that arrives early finds nothing and the poll catches up.
+func notifyAfterCommit(ctx context.Context, n Notifier) {
+	if hooks, ok := ctx.Value(afterCommitKey{}).(*AfterCommit); ok {
+		hooks.Add(n.Notify)
+		return
+	}
+	n.Notify()
+}
+
+type afterCommitKey struct{}
+
+// AfterCommit collects functions to run once a transaction has committed.
+type AfterCommit struct{ fns []func() }
+
+// Add queues fn.
+func (a *AfterCommit) Add(fn func()) { a.fns = append(a.fns, fn) }
+
+// Run runs the queued functions.
+func (a *AfterCommit) Run() {
+	for _, fn := range a.fns {
+		fn()
+	}
+}
+
+// WithAfterCommit returns ctx carrying a; pass the ctx to the transaction
+// (tx.WithContext) and call a.Run after Commit succeeds.
+func WithAfterCommit(ctx context.Context, a *AfterCommit) context.Context {
+	return context.WithValue(ctx, afterCommitKey{}, a)
+}
