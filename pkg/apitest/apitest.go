@@ -58,7 +58,9 @@ func WithDB(d *db.DB) Option { return func(e *Env) { e.DB = d } }
 func WithConfig(fn func(*config.Config)) Option { return func(e *Env) { fn(e.Config) } }
 
 // WithDeps adjusts the server's dependencies (after the defaults are set).
-func WithDeps(fn func(*httpapi.Deps)) Option { return func(e *Env) { e.depsHooks = append(e.depsHooks, fn) } }
+func WithDeps(fn func(*httpapi.Deps)) Option {
+	return func(e *Env) { e.depsHooks = append(e.depsHooks, fn) }
+}
 
 // New starts a server over a fresh SQLite database (or WithDB's).
 func New(t testing.TB, opts ...Option) *Env {
