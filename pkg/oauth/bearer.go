@@ -29,7 +29,9 @@ type bearerRow struct {
 	Role          string
 }
 
-func invalidToken() error { return apperr.E(apperr.Unauthenticated, "the access token is invalid, expired or revoked") }
+func invalidToken() error {
+	return apperr.E(apperr.Unauthenticated, "the access token is invalid, expired or revoked")
+}
 
 // AuthenticateBearer implements httpapi.Authenticator. It accepts only an
 // access token (never a refresh token or code) minted for the tenant in

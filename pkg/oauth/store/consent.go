@@ -16,8 +16,8 @@ import (
 
 // Consent is a user's remembered grant of scopes to an app.
 type Consent struct {
-	TenantID  int64 `gorm:"primaryKey;autoIncrement:false"`
-	UserID    int64 `gorm:"primaryKey;autoIncrement:false"`
+	TenantID  int64  `gorm:"primaryKey;autoIncrement:false"`
+	UserID    int64  `gorm:"primaryKey;autoIncrement:false"`
 	ClientID  string `gorm:"primaryKey"`
 	Scopes    string
 	CreatedAt time.Time
