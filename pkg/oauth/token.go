@@ -141,11 +141,16 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	ctx := r.Context()
 	if err := s.provider.NewRevocationRequest(ctx, r); err != nil {
 		var rfc *fosite.RFC6749Error
-		// RFC 7009 section 2.2: an invalid or unknown token is not an
-		// error for the client.
-		if errors.As(err, &rfc) && rfc.ErrorField == "unsupported_token_type" {
-			return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_token_type", rfc.GetDescription()})
+		if errors.As(err, &rfc) {
+			switch rfc.ErrorField {
+			case "invalid_client", "invalid_request", "server_error":
+				return s.writeFositeError(c, err, r)
+			case "unsupported_token_type":
+				return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_token_type", rfc.GetDescription()})
+			}
 		}
+		// RFC 7009 section 2.2: an invalid, unknown or already revoked
+		// token is not an error for the client.
 		if errors.Is(err, fosite.ErrNotFound) || errors.Is(err, fosite.ErrInactiveToken) {
 			return c.NoContent(http.StatusOK)
 		}
