@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"html"
 	"io"
@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func eachServer(t *testing.T, fn func(t *testing.T, s *server)) {
 	t.Helper()
 	for _, dialect := range testdb.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
-			fn(t, newServer(t, serverOpt{opts: []apitest.Option{apitest.WithDB(testdb.Open(t, dialect))}}))
+			fn(t, newServer(t, serverOpt{logger: testLogger(), opts: []apitest.Option{apitest.WithDB(testdb.Open(t, dialect))}}))
 		})
 	}
 }
@@ -355,3 +356,9 @@ func s256(verifier string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
+func testLogger() *slog.Logger {
+	if os.Getenv("FINSVC_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}

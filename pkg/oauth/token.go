@@ -171,8 +171,10 @@ func (s *Service) writeFositeError(c echo.Context, err error, r *http.Request) e
 	status := rfc.CodeField
 	desc := rfc.GetDescription()
 	switch {
-	case errors.Is(err, store.ErrAlreadyUsed):
-		// A concurrent request consumed the code or refresh token first.
+	case errors.Is(err, store.ErrAlreadyUsed), errors.Is(err, fosite.ErrInvalidatedAuthorizeCode), errors.Is(err, fosite.ErrInactiveToken):
+		// A concurrent request consumed the code or refresh token first
+		// (fosite reads the code again outside the transaction, and
+		// wraps what it finds as a server error).
 		code, status, desc = "invalid_grant", http.StatusBadRequest, "The authorization code or refresh token was already used."
 	case code == "invalid_client":
 		status = http.StatusUnauthorized
