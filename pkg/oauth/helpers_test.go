@@ -151,11 +151,12 @@ var (
 
 func csrfOf(t testing.TB, body string) string {
 	t.Helper()
-	m := csrfRE.FindStringSubmatch(body)
-	if m == nil {
+	// The last form's token: the first one may be the logout form's.
+	ms := csrfRE.FindAllStringSubmatch(body, -1)
+	if ms == nil {
 		t.Fatalf("no csrf_token in page: %s", body)
 	}
-	return html.UnescapeString(m[1])
+	return html.UnescapeString(ms[len(ms)-1][1])
 }
 
 // hiddenFields returns the hidden inputs of the first form containing the
