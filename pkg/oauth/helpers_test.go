@@ -363,3 +363,5 @@ func testLogger() *slog.Logger {
 	}
 	return slog.New(slog.DiscardHandler)
 }
+
+func (s *server) svcUsers() *users.Store { return users.NewStore(s.DB) }
