@@ -94,4 +94,3 @@ func BenchmarkRefreshGrant(b *testing.B) {
 		}
 	})
 }
-
