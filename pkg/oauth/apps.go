@@ -201,3 +201,35 @@ func DeleteApp(ctx context.Context, d *db.DB, clientID string) error {
 		return nil
 	})
 }
+
+// EnsureApp makes sure the tenant in ctx has an app named name with these
+// redirect URIs and scopes, and returns its client id and a fresh secret:
+// an existing app of that name keeps its id and gets a new secret (the old
+// one is not recoverable). For idempotent seeding (`finsvc demo --data DIR`
+// run twice).
+func EnsureApp(ctx context.Context, d *db.DB, name string, redirectURIs, scopes []string) (clientID, secret string, err error) {
+	name, uris, scs, err := ValidateApp(name, redirectURIs, scopes)
+	if err != nil {
+		return "", "", err
+	}
+	var existing store.Client
+	res := tenant.Scope(ctx, d.DB).Where("name = ?", name).Order("created_at").Limit(1).Find(&existing)
+	if res.Error != nil {
+		return "", "", fmt.Errorf("oauth: find app: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return CreateAppCtx(ctx, d, nil, name, uris, scs)
+	}
+	uj, err := json.Marshal(uris)
+	if err != nil {
+		return "", "", fmt.Errorf("oauth: encode redirect URIs: %w", err)
+	}
+	secret = NewSecret()
+	err = tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", existing.ID).Updates(map[string]any{
+		"secret_hash": store.HashSecret(secret), "redirect_uris": string(uj), "scopes": strings.Join(scs, " "), "updated_at": d.NowFunc(),
+	}).Error
+	if err != nil {
+		return "", "", fmt.Errorf("oauth: update app: %w", err)
+	}
+	return existing.ID, secret, nil
+}
