@@ -49,8 +49,10 @@ func (s *Service) AuthenticateBearer(ctx context.Context, token string) (*auth.P
 		return nil, invalidToken()
 	}
 	sig := s.enigma.Signature(raw)
+	// The statement is prepared once per connection: parsing and planning
+	// cost more than the indexed lookup itself.
 	var row bearerRow
-	err := tenant.Scope(ctx, s.db.DB.Table("oauth_access_tokens")).
+	err := tenant.Scope(ctx, s.hotDB.Table("oauth_access_tokens")).
 		Select("oauth_access_tokens.user_id, oauth_access_tokens.client_id, oauth_access_tokens.granted_scopes, oauth_access_tokens.expires_at, users.role").
 		Joins("JOIN users ON users.tenant_id = oauth_access_tokens.tenant_id AND users.id = oauth_access_tokens.user_id").
 		Where("oauth_access_tokens.signature = ? AND oauth_access_tokens.active = ?", sig, true).

@@ -17,6 +17,7 @@ import (
 	"github.com/ory/fosite/compose"
 	foauth2 "github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/token/hmac"
+	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -34,6 +35,7 @@ const SessionTTL = 12 * time.Hour
 // is scoped to the tenant in the request context.
 type Service struct {
 	db       *db.DB
+	hotDB    *gorm.DB // prepared-statement session for the bearer check
 	cfg      *config.Config
 	log      *slog.Logger
 	store    *store.Store
@@ -87,7 +89,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger) (*Service, error) {
 		return nil, err
 	}
 	return &Service{
-		db: d, cfg: cfg, log: log, store: st, users: users.NewStore(d),
+		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: true}), cfg: cfg, log: log, store: st, users: users.NewStore(d),
 		provider: provider, strategy: strategy, enigma: enigma,
 		secret: []byte(cfg.Secret), pages: pages, now: time.Now,
 	}, nil
