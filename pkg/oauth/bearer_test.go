@@ -110,9 +110,16 @@ func TestRevoke(t *testing.T) {
 		if st, _ := o.me(t, access); st != 401 {
 			t.Fatalf("revoked access token: /me = %d", st)
 		}
+		// Revoking an access token revokes its family (fosite), refresh
+		// token included.
+		expectOAuthError(t, o.token(t, o.refreshGrant(refresh), reqStyle{}), 400, "invalid_grant")
 		// Refresh token (JSON, Basic): it and its family's access tokens die.
-		r := o.token(t, o.refreshGrant(refresh), reqStyle{})
+		_, refresh1 := o.tokens(t)
+		r := o.token(t, o.refreshGrant(refresh1), reqStyle{})
 		access2, refresh2 := r.str("access_token"), r.str("refresh_token")
+		if r.Code != 200 || refresh2 == "" {
+			t.Fatalf("refresh: %d %v", r.Code, r.Body)
+		}
 		if r := o.post(t, "/api/oauth/revoke", rev(refresh2, ""), reqStyle{json: true, basic: true}); r.Code != 200 {
 			t.Fatalf("revoke refresh: %d %v", r.Code, r.Body)
 		}
@@ -132,6 +139,11 @@ func TestRevoke(t *testing.T) {
 		v.Set("client_id", other.clientID)
 		v.Set("client_secret", other.secret)
 		expectOAuthError(t, o.post(t, "/api/oauth/revoke", v, reqStyle{}), 401, "invalid_client")
+		// No client credentials at all; no token.
+		expectOAuthError(t, o.post(t, "/api/oauth/revoke", url.Values{"token": {access}}, reqStyle{}), 401, "invalid_client")
+		v = rev("", "")
+		v.Del("token")
+		expectOAuthError(t, o.post(t, "/api/oauth/revoke", v, reqStyle{}), 400, "invalid_request")
 		// Another tenant's token cannot be revoked from here.
 		oa, _ := other.tokens(t)
 		if r := o.post(t, "/api/oauth/revoke", rev(oa, ""), reqStyle{}); r.Code != 200 {

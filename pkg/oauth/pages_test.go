@@ -89,6 +89,9 @@ func TestDeveloperApps(t *testing.T) {
 		// Delete: gone, and its tokens with it.
 		r := app.token(t, app.codeGrant(app.code(t, params)), reqStyle{})
 		access := r.str("access_token")
+		if st, _ := app.me(t, access); r.Code != 200 || st != 200 {
+			t.Fatalf("token before delete: %d, /me %d", r.Code, st)
+		}
 		p = do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+id+"/delete", url.Values{"csrf_token": {csrf}})
 		if p.Code != http.StatusSeeOther {
 			t.Fatalf("delete: %d", p.Code)

@@ -94,12 +94,31 @@ func (s *Service) handleToken(c echo.Context) error {
 	}
 	// fosite answers invalid_request for a missing grant type and never
 	// emits unsupported_grant_type; the spec wants the latter for both.
+	// The spec (section 5.6) also gives unsupported_grant_type for a
+	// missing required field of the grant: without it the request is no
+	// grant we support. Client credentials are the exception: missing
+	// ones are invalid_client, like wrong ones.
 	switch gt := r.PostForm.Get("grant_type"); gt {
-	case "authorization_code", "refresh_token":
+	case "authorization_code":
+		for _, k := range []string{"code", "redirect_uri"} {
+			if r.PostForm.Get(k) == "" {
+				return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_grant_type", "The authorization_code grant needs the " + k + " parameter."})
+			}
+		}
+	case "refresh_token":
+		if r.PostForm.Get("refresh_token") == "" {
+			return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_grant_type", "The refresh_token grant needs the refresh_token parameter."})
+		}
 	case "":
 		return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_grant_type", "The grant_type parameter is missing; use authorization_code or refresh_token."})
 	default:
 		return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_grant_type", "Unsupported grant_type; use authorization_code or refresh_token."})
+	}
+	// fosite calls absent client credentials invalid_request; they are a
+	// failed client authentication (RFC 6749 section 5.2).
+	if _, _, basic := r.BasicAuth(); !basic && r.PostForm.Get("client_id") == "" {
+		c.Response().Header().Set("WWW-Authenticate", `Basic realm="finsvc"`)
+		return writeOAuthError(c, http.StatusUnauthorized, oauthError{"invalid_client", "Client authentication is required: send client_id and client_secret in the body or by HTTP Basic auth."})
 	}
 	ctx := r.Context()
 	ar, err := s.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
@@ -137,6 +156,16 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	r := c.Request()
 	if e := jsonToForm(r); e != nil {
 		return writeOAuthError(c, http.StatusBadRequest, *e)
+	}
+	if err := r.ParseForm(); err != nil {
+		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The request body could not be parsed."})
+	}
+	if _, _, basic := r.BasicAuth(); !basic && r.PostForm.Get("client_id") == "" {
+		c.Response().Header().Set("WWW-Authenticate", `Basic realm="finsvc"`)
+		return writeOAuthError(c, http.StatusUnauthorized, oauthError{"invalid_client", "Client authentication is required: send client_id and client_secret in the body or by HTTP Basic auth."})
+	}
+	if r.PostForm.Get("token") == "" {
+		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The token parameter is required."})
 	}
 	ctx := r.Context()
 	if err := s.provider.NewRevocationRequest(ctx, r); err != nil {

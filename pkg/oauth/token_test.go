@@ -24,6 +24,24 @@ func TestTokenEndpointErrors(t *testing.T) {
 			}
 
 			code := a.code(t, a.authParams("state-"+randHex(4)))
+			// A missing required field of the grant (spec section 5.6).
+			for _, k := range []string{"code", "redirect_uri"} {
+				g = a.codeGrant(code)
+				g.Del(k)
+				expectOAuthError(t, a.token(t, g, st), 400, "unsupported_grant_type")
+			}
+			g = a.refreshGrant("")
+			expectOAuthError(t, a.token(t, g, st), 400, "unsupported_grant_type")
+			// Missing client credentials.
+			if !st.basic {
+				g = a.codeGrant(code)
+				g.Del("client_id")
+				g.Del("client_secret")
+				expectOAuthError(t, a.token(t, g, st), 401, "invalid_client")
+				g = a.codeGrant(code)
+				g.Del("client_secret")
+				expectOAuthError(t, a.token(t, g, st), 401, "invalid_client")
+			}
 			// Wrong secret, unknown client, and tenant B's app at tenant A.
 			g = a.codeGrant(code)
 			g.Set("client_secret", "wrong-secret")
