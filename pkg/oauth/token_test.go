@@ -5,6 +5,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/config"
 )
 
 var allStyles = []reqStyle{{}, {json: true}, {basic: true}, {json: true, basic: true}}
@@ -207,4 +211,12 @@ func TestPKCE(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestExpiredCode: a code past its lifetime is invalid_grant.
+func TestExpiredCode(t *testing.T) {
+	s := newServer(t, serverOpt{opts: []apitest.Option{apitest.WithConfig(func(c *config.Config) { c.AuthCodeTTL = -time.Minute })}})
+	o := s.org(t, "acme", "admin")
+	code := o.code(t, o.authParams("state-expired"))
+	expectOAuthError(t, o.token(t, o.codeGrant(code), reqStyle{}), 400, "invalid_grant")
 }
