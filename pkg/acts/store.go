@@ -14,6 +14,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
@@ -246,7 +247,7 @@ type Filter struct {
 }
 
 // List returns a page of acts, newest first, and the total matching.
-func (s *Store) List(ctx context.Context, f Filter, page, limit int) (_ []Act, total int64, err error) {
+func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, total int64, err error) {
 	defer apperr.Wrap(&err, "acts.List")
 	q := tenant.Scope(ctx, s.DB.DB.Model(&Act{}))
 	if f.ClientID != nil {
@@ -259,8 +260,8 @@ func (s *Store) List(ctx context.Context, f Filter, page, limit int) (_ []Act, t
 		return nil, 0, err
 	}
 	var out []Act
-	if total > int64((page-1)*limit) {
-		if err := q.Order("created_at DESC, uuid DESC").Offset((page - 1) * limit).Limit(limit).Find(&out).Error; err != nil {
+	if !pg.Beyond(total) {
+		if err := q.Order("created_at DESC, uuid DESC").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
 			return nil, 0, err
 		}
 	}
@@ -401,7 +402,7 @@ func (s *Store) Delete(ctx context.Context, actUUID string) (err error) {
 }
 
 // History returns a page of the act's history, oldest first.
-func (s *Store) History(ctx context.Context, actUUID string, page, limit int) (_ []HistoryEntry, total int64, err error) {
+func (s *Store) History(ctx context.Context, actUUID string, pg page.Request) (_ []HistoryEntry, total int64, err error) {
 	defer apperr.Wrap(&err, "acts.History(%s)", actUUID)
 	if !validUUID(actUUID) {
 		return nil, 0, notFound()
@@ -418,8 +419,8 @@ func (s *Store) History(ctx context.Context, actUUID string, page, limit int) (_
 		return nil, 0, err
 	}
 	var out []HistoryEntry
-	if total > int64((page-1)*limit) {
-		if err := q.Order("id").Offset((page - 1) * limit).Limit(limit).Find(&out).Error; err != nil {
+	if !pg.Beyond(total) {
+		if err := q.Order("id").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
 			return nil, 0, err
 		}
 	}
