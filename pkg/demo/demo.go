@@ -73,6 +73,7 @@ var steps = []Step{
 	seedAdmin,
 	seedTemplates,
 	seedClients,
+	seedActs,
 }
 
 // Seed creates (or refreshes) the demo tenant and its data in d and returns
