@@ -172,10 +172,15 @@ type FetchState struct {
 	ExpiresAt      time.Time
 }
 
+// Expired reports whether a request with deadline expiresAt has expired at
+// now. A request expires at expires_at (spec section 3): results must
+// arrive before it.
+func Expired(expiresAt, now time.Time) bool { return !now.Before(expiresAt) }
+
 // DerivedState is the state a stored field state reads as at now: an
-// awaiting field of a request past its deadline reads as expired.
+// awaiting field of an expired request reads as expired.
 func DerivedState(stored string, expiresAt, now time.Time) string {
-	if stored == FetchAwaiting && now.After(expiresAt) {
+	if stored == FetchAwaiting && Expired(expiresAt, now) {
 		return FetchExpired
 	}
 	return stored

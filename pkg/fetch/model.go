@@ -31,8 +31,9 @@ type Request struct {
 // TableName pins the table.
 func (Request) TableName() string { return "fetch_requests" }
 
-// Expired reports whether the request's deadline has passed at now.
-func (r *Request) Expired(now time.Time) bool { return now.After(r.ExpiresAt) }
+// Expired reports whether the request has expired at now (at expires_at
+// and after).
+func (r *Request) Expired(now time.Time) bool { return acts.Expired(r.ExpiresAt, now) }
 
 // Field is the state of one selected data point within one request (table
 // fetch_request_fields). State is awaiting, accepted, failed or superseded;
