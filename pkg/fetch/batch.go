@@ -81,7 +81,14 @@ func updateDataPoints(ctx context.Context, tx *gorm.DB, ws []dpWrite, now time.T
 	if source.n > 0 {
 		set["source_value"] = source.expr("source_value")
 	}
-	if rev.n > 0 {
+	// Each CASE costs a scan of its WHEN list per row, so columns that change
+	// the same way on every row get a plain expression instead (the usual
+	// case: every correlated value bumps its revision).
+	switch {
+	case rev.n == len(ws):
+		set["revision"] = gorm.Expr("revision + 1")
+		set["updated_at"] = now
+	case rev.n > 0:
 		set["revision"] = gorm.Expr("revision + ?", rev.expr("0"))
 		set["updated_at"] = updated.expr("updated_at")
 	}
@@ -110,8 +117,10 @@ func updateFields(ctx context.Context, tx *gorm.DB, requestID string, ws []field
 	}
 	ids := make([]int64, len(ws))
 	state, result, errc := newCase("data_point_id"), newCase("data_point_id"), newCase("data_point_id")
+	uniform := true
 	for i, w := range ws {
 		ids[i] = w.DataPointID
+		uniform = uniform && w.State == ws[0].State
 		state.when(w.DataPointID, w.State)
 		if w.ResultValue != nil {
 			result.when(w.DataPointID, *w.ResultValue)
@@ -121,6 +130,9 @@ func updateFields(ctx context.Context, tx *gorm.DB, requestID string, ws []field
 		}
 	}
 	set := map[string]any{"state": state.expr("state"), "updated_at": now}
+	if uniform {
+		set["state"] = ws[0].State
+	}
 	if result.n > 0 {
 		set["result_value"] = result.expr("result_value")
 	}
