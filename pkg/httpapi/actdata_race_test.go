@@ -221,3 +221,56 @@ func TestActDataRaceEditVersusResult(t *testing.T) {
 		}
 	})
 }
+
+// A newer fetch request races a result for the older one: the result is
+// either accepted before the new request (which then awaits a fresh value
+// on top of it) or refused as superseded; in both cases the newer request
+// can be answered.
+func TestActDataRaceSupersedeVersusResult(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		f := newActFixture(t, env, "acme")
+		actstest.Webhook(t, env.DB, f.Ctx, f.member, outbox.ActFetchData, "https://integration.example.com/hook")
+		for i := range 10 {
+			s := &scn{f: f, a: f.createAct(t, fmt.Sprint("supersede race ", i))}
+			s.fr = f.requestFetch(t, s.a, "revenue")
+			var result int
+			var newer api.FetchRequest
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() { <-start; result = s.correlated(t, "single", item{field: "revenue", value: val("1")}).Code })
+			wg.Go(func() {
+				<-start
+				r := f.Do("POST", "/api/1.0/acts/"+s.a.Uuid.String()+"/fetch-requests", f.tok,
+					map[string]any{"data_point_ids": f.ids(t, s.a, "revenue")})
+				if r.Code != http.StatusCreated {
+					t.Errorf("round %d: newer request got %d", i, r.Code)
+					return
+				}
+				r.Decode(t, &newer)
+			})
+			close(start)
+			wg.Wait()
+			st := s.state(t)
+			old := frField(t, st.fr, "revenue").State
+			rev := dpByKey(t, st.act, "revenue")
+			switch result {
+			case http.StatusOK:
+				if old != api.FetchStateAccepted || strp(rev.Value) != "=1.00" || rev.Revision != 1 {
+					t.Errorf("round %d: result accepted, but old field %s, value %s rev %d", i, old, strp(rev.Value), rev.Revision)
+				}
+			case http.StatusConflict:
+				if old != api.FetchStateSuperseded || rev.Value != nil || rev.Revision != 0 {
+					t.Errorf("round %d: result refused, but old field %s, value %s rev %d", i, old, strp(rev.Value), rev.Revision)
+				}
+			default:
+				t.Fatalf("round %d: result got %d", i, result)
+			}
+			if rev.Fetch == nil || rev.Fetch.FetchRequestId != newer.Id || rev.Fetch.State != api.FetchStateAwaiting {
+				t.Errorf("round %d: latest fetch = %+v, want the newer request awaiting", i, rev.Fetch)
+			}
+			s.fr = newer
+			s.correlated(t, "bulk", item{field: "revenue", value: val("2")}).Status(t, http.StatusOK)
+			checkInvariants(t, f, s.a)
+		}
+	})
+}
