@@ -93,30 +93,27 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 	defer apperr.Wrap(&err, "acts.Create")
 	var out *Detail
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		// Both reads lock their row against a concurrent change inside this
+		// transaction (see clients.Store.Get and templates.Store.Get): the
+		// client cannot be deleted, nor the template edited in place, before
+		// the act that uses them commits.
 		fe := apperr.FieldErrors{}
-		var c clients.Client
-		res := tenant.Scope(ctx, tx).Where("id = ?", clientID).Limit(1).Find(&c)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
+		c, err := clients.NewStore(s.DB).Get(ctx, tx, clientID)
+		if apperr.Is(err, apperr.NotFound) {
 			fe.Add("client_id", fmt.Sprintf("client %d does not exist", clientID))
+		} else if err != nil {
+			return err
 		}
-		var tpl templates.Template
-		res = tenant.Scope(ctx, tx).Where("id = ?", templateID).Limit(1).Find(&tpl)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
+		tpl, err := templates.NewStore(s.DB).Get(ctx, tx, templateID)
+		if apperr.Is(err, apperr.NotFound) {
 			fe.Add("template_id", fmt.Sprintf("template %d does not exist", templateID))
+		} else if err != nil {
+			return err
 		}
 		if err := fe.Err(apperr.Invalid, "the act cannot be created"); err != nil {
 			return err
 		}
-		var fields []templates.Field
-		if err := tenant.Scope(ctx, tx).Where("template_id = ?", templateID).Order("position, id").Find(&fields).Error; err != nil {
-			return err
-		}
+		fields := tpl.Fields
 		now := s.now()
 		a := Act{
 			TenantID: tenant.ID(ctx), UUID: uuid.NewString(), ClientID: clientID, TemplateID: templateID,
@@ -132,7 +129,7 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 				Type: f.Type, Source: f.Source, Options: f.Options, UpdatedAt: now,
 			}
 			if dps[i].Builtin() {
-				if v, err := BuiltinValue(&dps[i], &c, &a); err == nil {
+				if v, err := BuiltinValue(&dps[i], c, &a); err == nil {
 					dps[i].Value, dps[i].SourceValue = &v, &v
 				}
 			}

@@ -140,9 +140,9 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 			return fmt.Errorf("point data points at the request: %w", err)
 		}
 
-		var c clients.Client
+		var c *clients.Client
 		if builtin {
-			if err := tenant.Scope(ctx, tx).Where("id = ?", a.ClientID).Take(&c).Error; err != nil {
+			if c, err = clients.NewStore(s.DB).Get(ctx, tx, a.ClientID); err != nil {
 				return fmt.Errorf("load client %d: %w", a.ClientID, err)
 			}
 		}
@@ -158,7 +158,7 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 			if d.External() {
 				f.State = acts.FetchAwaiting
 			} else {
-				v, berr := acts.BuiltinValue(d, &c, a)
+				v, berr := acts.BuiltinValue(d, c, a)
 				if berr != nil {
 					msg := berr.Error()
 					f.State, f.Error = acts.FetchFailed, &msg
