@@ -614,3 +614,25 @@ func (w *Worker) finish(log *slog.Logger, c claimed, res *Result, set map[string
 		log.Info("delivery attempt", "outcome", string(res.Outcome), "status", res.StatusCode, "error", res.Error)
 	}
 }
+
+// Depth reports the outbox depth for metrics: deliveries waiting for an
+// attempt (pending) and in flight (delivering), across tenants.
+func Depth(ctx context.Context, d *db.DB) (pending, delivering int64, err error) {
+	var rows []struct {
+		Status string
+		N      int64
+	}
+	err = d.WithContext(ctx).Table("deliveries").Select("status, COUNT(*) AS n").
+		Where("status IN ('pending', 'delivering')").Group("status").Scan(&rows).Error
+	if err != nil {
+		return 0, 0, fmt.Errorf("delivery: outbox depth: %w", err)
+	}
+	for _, r := range rows {
+		if r.Status == "pending" {
+			pending = r.N
+		} else {
+			delivering = r.N
+		}
+	}
+	return pending, delivering, nil
+}
