@@ -63,6 +63,8 @@ const (
 	// releaseTimeout bounds writing a release or an outcome after the
 	// attempt context is gone.
 	releaseTimeout = 5 * time.Second
+	// secretRetry postpones a delivery this replica cannot sign.
+	secretRetry = 5 * time.Minute
 )
 
 // Outcome of one claimed delivery, as reported to an Observer.
@@ -461,7 +463,12 @@ func (w *Worker) process(c claimed) {
 	}
 	secrets, err := registry.OpenSecrets(w.box, &j.Webhook, now)
 	if err != nil {
-		log.Error("open signing secret", "err", err) // never the secret itself
+		// A replica with the wrong FINSVC_SECRET must not fail deliveries
+		// that a correctly configured one can make: put the row back for
+		// later without counting an attempt.
+		log.Error("open signing secret; is FINSVC_SECRET the same on every replica?", "err", err) // never the secret itself
+		res.Outcome, res.Error = Released, "signing secret unavailable on this replica"
+		w.finish(log, c, &res, map[string]any{"status": "pending", "next_attempt_at": now.Add(secretRetry), "last_error": res.Error}, nil)
 		return
 	}
 	body, err := json.Marshal(envelope{ID: c.EventID, Event: j.Kind, OccurredAt: j.OccurredAt.UTC(), Data: json.RawMessage(j.Payload)})

@@ -494,3 +494,27 @@ func TestDepth(t *testing.T) {
 		}
 	})
 }
+
+func TestWrongGlobalSecretPostponesWithoutFailing(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newFixture(t, d)
+		rc := newReceiver(t, false)
+		f.register(outbox.ActCreated, rc.URL)
+		ev := f.emit(outbox.ActCreated, 1, nil, nil)[0]
+		clk := newClock()
+		f.cfg.Secret = "another-global-secret-of-a-misconfigured-replica"
+		if n, _ := f.worker(delivery.WithNow(clk.Now)).RunOnce(f.ctx); n != 1 {
+			t.Fatal("not claimed")
+		}
+		r := f.row(ev)
+		if r.Status != "pending" || r.Attempts != 0 || r.LeaseOwner != nil || !r.NextAttemptAt.UTC().Equal(clk.Now().Add(5*time.Minute)) {
+			t.Fatalf("row %+v", r)
+		}
+		mustEqual(t, "requests", len(rc.requests()), 0)
+		// A correctly configured replica delivers it when it is due.
+		f.cfg.Secret = globalSecret
+		clk.Advance(5 * time.Minute)
+		f.worker(delivery.WithNow(clk.Now)).RunOnce(f.ctx)
+		mustEqual(t, "status", f.row(ev).Status, "succeeded")
+	})
+}
