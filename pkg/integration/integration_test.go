@@ -351,3 +351,45 @@ func TestReceiverRejectsBadSignaturesAndSkipsExpired(t *testing.T) {
 		t.Fatalf("act.created: %d", c)
 	}
 }
+
+// Concurrent duplicate deliveries of one event start the work once.
+func TestReceiverDedupesConcurrentDuplicates(t *testing.T) {
+	api := newFakeAPI(t)
+	secret, _ := sign.NewSecret()
+	done := make(chan doneEvent, 64)
+	rcv, err := integration.New(integration.Config{Secrets: []string{secret}, BaseURL: api.URL, Token: "t",
+		OnDone: func(id string, status int, err error) { done <- doneEvent{id, status, err} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"id": uuid.NewString(), "event": "act.fetch_data", "occurred_at": time.Now(),
+		"data": map[string]any{"request_id": uuid.NewString(), "requested_at": time.Now(), "expires_at": time.Now().Add(time.Hour),
+			"act": map[string]any{"uuid": uuid.NewString()}, "fields": fields()}})
+	var wg sync.WaitGroup
+	codes := make(chan int, 32)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := httptest.NewRequest("POST", "/", bytes.NewReader(b))
+			sign.Sign([]string{secret}, "x", time.Now(), b).Apply(req.Header)
+			w := httptest.NewRecorder()
+			rcv.ServeHTTP(w, req)
+			codes <- w.Code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != 202 {
+			t.Fatalf("status %d", c)
+		}
+	}
+	rcv.Close(context.Background())
+	if n := len(api.all()); n != 1 {
+		t.Fatalf("%d PUTs for one event delivered 32 times at once", n)
+	}
+	if len(done) != 1 {
+		t.Fatalf("work ran %d times", len(done))
+	}
+}

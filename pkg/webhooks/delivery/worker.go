@@ -388,11 +388,12 @@ func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
 		q = claimPostgres
 	}
 	args := map[string]any{"now": now, "n": n, "owner": w.owner, "lease": now.Add(w.lease)}
+	// One statement is one transaction: on PostgreSQL the CTE's row locks
+	// (SKIP LOCKED) and the UPDATE commit together; on SQLite the statement
+	// runs under the database write lock. An explicit transaction would only
+	// add round trips.
 	var rows []claimed
-	err := w.db.Tx(ctx, func(tx *gorm.DB) error {
-		return tx.Raw(q, args).Scan(&rows).Error
-	})
-	if err != nil {
+	if err := w.db.WithContext(ctx).Raw(q, args).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("delivery: claim: %w", err)
 	}
 	return rows, nil
@@ -592,7 +593,7 @@ func (w *Worker) finish(log *slog.Logger, c claimed, res *Result, set map[string
 	// just run out, but not after an abrupt stop.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.runCtx), releaseTimeout)
 	defer cancel()
-	err := w.db.Tx(ctx, func(tx *gorm.DB) error {
+	write := func(tx *gorm.DB) error {
 		r := tx.Table("deliveries").
 			Where("tenant_id = ? AND id = ? AND lease_owner = ? AND status = 'delivering'", c.TenantID, c.ID, w.owner).
 			Updates(set)
@@ -607,7 +608,13 @@ func (w *Worker) finish(log *slog.Logger, c claimed, res *Result, set map[string
 			return extra(tx)
 		}
 		return nil
-	})
+	}
+	var err error
+	if extra == nil {
+		err = write(w.db.WithContext(ctx)) // a single statement needs no transaction
+	} else {
+		err = w.db.Tx(ctx, write)
+	}
 	if err != nil {
 		log.Error("record delivery outcome", "err", err)
 		return
