@@ -24,9 +24,13 @@ func (h *Handlers) webhookStore() (*registry.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: no key to seal signing secrets (FINSVC_SECRET unresolved): %w", err)
 	}
+	n := h.deps.WebhookNotifier
+	if n == nil && h.deps.Outbox != nil {
+		n = h.deps.Outbox.Notifier
+	}
 	return registry.New(h.deps.DB, box, registry.Options{
 		AllowPrivate: h.deps.Config.WebhookAllowPrivate,
-		Notifier:     h.deps.WebhookNotifier,
+		Notifier:     n,
 	}), nil
 }
 

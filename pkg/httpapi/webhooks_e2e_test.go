@@ -48,16 +48,18 @@ type e2eReceiver struct {
 	fetch   http.Handler
 	events  chan receivedEvent
 	bad     chan string
+	fetched chan struct{} // one per request served on /fetch
 }
 
 func newE2EReceiver(t *testing.T) *e2eReceiver {
-	r := &e2eReceiver{secrets: map[string]string{}, events: make(chan receivedEvent, 16), bad: make(chan string, 16)}
+	r := &e2eReceiver{secrets: map[string]string{}, events: make(chan receivedEvent, 16), bad: make(chan string, 16), fetched: make(chan struct{}, 16)}
 	r.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		fetch, secret := r.fetch, r.secrets[req.URL.Path]
 		r.mu.Unlock()
 		if req.URL.Path == "/fetch" {
 			fetch.ServeHTTP(w, req)
+			r.fetched <- struct{}{}
 			return
 		}
 		body, _ := io.ReadAll(req.Body)
@@ -238,6 +240,37 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			case ev := <-rcv.events:
 				t.Fatalf("unexpected extra delivery %+v", ev)
 			default:
+			}
+
+			// Redelivery: the same event id, signed afresh, acknowledged by
+			// the integration, which does not write twice.
+			<-rcv.fetched
+			var red api.Delivery
+			f.Do("POST", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries/"+log.Data[0].Id.String()+"/redeliver", tok, nil).Status(t, 202).Decode(t, &red)
+			if red.EventId != log.Data[0].EventId || red.Status != api.DeliveryPending {
+				t.Fatalf("redelivered %+v", red)
+			}
+			select {
+			case <-rcv.fetched:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the redelivery never arrived")
+			}
+			for i := 0; ; i++ { // the worker records the outcome after the response
+				f.Do("GET", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries", tok, nil).Status(t, 200).Decode(t, &log)
+				if log.Data[0].Status == api.DeliverySucceeded {
+					break
+				}
+				if i == 200 {
+					t.Fatalf("redelivery not recorded: %+v", log.Data[0])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if log.Data[0].Attempts != 1 || log.Data[0].EventId != red.EventId {
+				t.Fatalf("after redelivery %+v", log.Data[0])
+			}
+			integ.Close(context.Background())
+			if n := len(done); n != 0 {
+				t.Fatalf("the duplicate started the work again (%d)", n)
 			}
 		})
 	}
