@@ -70,10 +70,11 @@ const (
 // Outcome of one claimed delivery, as reported to an Observer.
 type Outcome string
 
-// Outcomes. Attempted ones also carry the HTTP status, if any.
+// Outcomes. Attempted ones also carry the HTTP status, if any. The first
+// five match the labels of finsvc_webhook_deliveries_total (pkg/metrics).
 const (
 	Succeeded Outcome = "succeeded" // 2xx
-	Retrying  Outcome = "retrying"  // failed attempt, another is scheduled
+	Retrying  Outcome = "retry"     // failed attempt, another is scheduled
 	Failed    Outcome = "failed"    // attempts exhausted, deadline passed, or blocked
 	Disabled  Outcome = "disabled"  // 410: the registration was deactivated
 	Cancelled Outcome = "cancelled" // the registration is no longer eligible
