@@ -74,9 +74,9 @@ func New(t testing.TB, opts ...Option) *Env {
 		e.DB = testdb.SQLite(t)
 	}
 	e.Deps = httpapi.Deps{
-		DB:      e.DB,
-		Config:  e.Config,
-		Logger:  testdb.Logger(),
+		DB:     e.DB,
+		Config: e.Config,
+		Logger: testdb.Logger(),
 		// The real resolver, uncached so that tenants created mid-test resolve.
 		Tenants: tenant.NewStore(e.DB, tenant.WithCacheTTL(0)),
 		Auth:    e.Tokens,

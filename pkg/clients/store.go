@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -74,9 +75,20 @@ func (s *Store) List(ctx context.Context, p page.Request) (_ []Client, total int
 }
 
 // Get returns the client with id, or apperr.NotFound (also for another
-// tenant's client).
-func (s *Store) Get(ctx context.Context, id int64) (*Client, error) {
-	return s.get(ctx, s.db.DB, id)
+// tenant's client). tx may be nil; pass the caller's transaction to read
+// inside it (creating an act, filling built-in fields). On PostgreSQL a
+// read in a transaction takes a FOR KEY SHARE lock, the same lock the acts
+// foreign key takes, so the client cannot be deleted before the caller
+// commits; on SQLite the transaction holds the write lock anyway.
+func (s *Store) Get(ctx context.Context, tx *gorm.DB, id int64) (*Client, error) {
+	if tx == nil {
+		return s.get(ctx, s.db.DB, id)
+	}
+	q := tx
+	if s.db.Dialect == db.Postgres {
+		q = tx.Clauses(clause.Locking{Strength: "KEY SHARE"})
+	}
+	return s.get(ctx, q, id)
 }
 
 func (s *Store) get(ctx context.Context, q *gorm.DB, id int64) (*Client, error) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	"golang.org/x/text/language"
+	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -75,11 +77,11 @@ func TestStoreCRUDTwoTenants(t *testing.T) {
 			t.Fatalf("ids = %d, %d, %d; want per-tenant ids 1, 1, 2", a1.ID, b1.ID, a2.ID)
 		}
 
-		got, err := s.Get(ctxB, 1)
+		got, err := s.Get(ctxB, nil, 1)
 		if err != nil || got.CompanyName != "Bravo One" {
 			t.Fatalf("Get(B, 1) = %+v, %v; want Bravo One", got, err)
 		}
-		if _, err := s.Get(ctxB, 2); !apperr.Is(err, apperr.NotFound) {
+		if _, err := s.Get(ctxB, nil, 2); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("Get(B, 2) err = %v, want NotFound (acme's client 2)", err)
 		}
 		if got.CreatedAt.IsZero() || !got.CreatedAt.Equal(got.UpdatedAt) {
@@ -103,11 +105,11 @@ func TestStoreCRUDTwoTenants(t *testing.T) {
 		if !up.UpdatedAt.After(up.CreatedAt) && !up.UpdatedAt.Equal(up.CreatedAt) {
 			t.Fatalf("updated_at %v before created_at %v", up.UpdatedAt, up.CreatedAt)
 		}
-		reread, _ := s.Get(ctxB, 1)
+		reread, _ := s.Get(ctxB, nil, 1)
 		if reread.CompanyName != name || reread.CreditLimit.String() != "10.5" || !reread.UpdatedAt.Equal(up.UpdatedAt) {
 			t.Fatalf("re-read = %+v, want the update", reread)
 		}
-		if a, _ := s.Get(ctxA, 1); a.CompanyName != "Acme One" {
+		if a, _ := s.Get(ctxA, nil, 1); a.CompanyName != "Acme One" {
 			t.Fatalf("tenant A's client changed: %+v", a)
 		}
 		if _, err := s.Update(ctxB, 2, clients.Patch{CompanyName: &name}); !apperr.Is(err, apperr.NotFound) {
@@ -121,10 +123,10 @@ func TestStoreCRUDTwoTenants(t *testing.T) {
 		if err := s.Delete(ctxB, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Get(ctxB, 1); !apperr.Is(err, apperr.NotFound) {
+		if _, err := s.Get(ctxB, nil, 1); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("deleted client still there: %v", err)
 		}
-		if _, err := s.Get(ctxA, 1); err != nil {
+		if _, err := s.Get(ctxA, nil, 1); err != nil {
 			t.Fatalf("A's client 1 gone with B's: %v", err)
 		}
 	})
@@ -143,7 +145,7 @@ func TestStoreDeleteRefusedWithActs(t *testing.T) {
 		if f := fieldsOf(t, err); len(f["client"]) == 0 {
 			t.Fatalf("errors = %v, want errors.client", f)
 		}
-		if _, err := s.Get(ctxA, a.ID); err != nil {
+		if _, err := s.Get(ctxA, nil, a.ID); err != nil {
 			t.Fatalf("client deleted despite refusal: %v", err)
 		}
 		// B's client with the same id has no acts of its own.
@@ -202,7 +204,7 @@ func TestCreditLimitExact(t *testing.T) {
 		ctx, tn := testdb.NewTenant(t, d, "acme")
 		for _, v := range []string{"12345678901234567.89", "999999999999999999.99", "0.01", "0", "90071992547409.93"} {
 			c := mustCreate(t, s, ctx, clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse(v)})
-			got, err := s.Get(ctx, c.ID)
+			got, err := s.Get(ctx, nil, c.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -351,4 +353,77 @@ func BenchmarkList(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDeleteRacesActCreation races deleting a client against creating an act
+// for it. Either may win, but the delete never fails with anything other
+// than the errors.client refusal, and never leaves an act without a client.
+func TestDeleteRacesActCreation(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		s := clients.NewStore(d)
+		ctx, tn := testdb.NewTenant(t, d, "acme")
+		insertAct(t, d, ctx, mustCreate(t, s, ctx, input("Template holder")).ID) // creates template 1
+		outcomes := map[string]int{}
+		for round := range 10 {
+			c := mustCreate(t, s, ctx, input(fmt.Sprintf("Round %d", round)))
+			var delErr, actErr error
+			var wg sync.WaitGroup
+			wg.Go(func() { delErr = s.Delete(ctx, c.ID) })
+			wg.Go(func() {
+				actErr = d.Tx(ctx, func(tx *gorm.DB) error {
+					return tx.Table("acts").Create(map[string]any{
+						"tenant_id": tn.ID, "uuid": uuid.NewString(), "client_id": c.ID, "template_id": 1,
+						"title": "act", "status": "draft",
+					}).Error
+				})
+			})
+			wg.Wait()
+			_, getErr := s.Get(ctx, nil, c.ID)
+			switch {
+			case delErr == nil && actErr != nil && db.IsForeignKeyViolation(actErr) && apperr.Is(getErr, apperr.NotFound):
+				outcomes["deleted first"]++
+			case delErr != nil && actErr == nil && getErr == nil:
+				if f := fieldsOf(t, delErr); len(f["client"]) == 0 {
+					t.Fatalf("round %d: delete refused without errors.client: %v", round, delErr)
+				}
+				outcomes["act first"]++
+			default:
+				t.Fatalf("round %d: delete %v, act %v, client afterwards %v", round, delErr, actErr, getErr)
+			}
+		}
+		t.Logf("outcomes: %v", outcomes)
+	})
+}
+
+// TestGetInTxHoldsClient: a client read with Get(ctx, tx, id) cannot be
+// deleted before tx commits, so an act inserted later in tx never loses its
+// client to a concurrent DELETE; the DELETE then sees the act and refuses.
+func TestGetInTxHoldsClient(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		s := clients.NewStore(d)
+		ctx, tn := testdb.NewTenant(t, d, "acme")
+		insertAct(t, d, ctx, mustCreate(t, s, ctx, input("Template holder")).ID) // template 1
+		for round := range 6 {
+			c := mustCreate(t, s, ctx, input(fmt.Sprintf("Round %d", round)))
+			var delErr error
+			var wg sync.WaitGroup
+			err := d.Tx(ctx, func(tx *gorm.DB) error {
+				if _, err := s.Get(ctx, tx, c.ID); err != nil {
+					return err
+				}
+				wg.Go(func() { delErr = s.Delete(ctx, c.ID) })
+				return tx.Table("acts").Create(map[string]any{
+					"tenant_id": tn.ID, "uuid": uuid.NewString(), "client_id": c.ID, "template_id": 1,
+					"title": "act", "status": "draft",
+				}).Error
+			})
+			wg.Wait()
+			if err != nil {
+				t.Fatalf("round %d: act creation after Get in tx failed: %v", round, err)
+			}
+			if f := fieldsOf(t, delErr); len(f["client"]) == 0 {
+				t.Fatalf("round %d: delete = %v, want the errors.client refusal", round, delErr)
+			}
+		}
+	})
 }

@@ -71,6 +71,7 @@ type Step func(s *Seeder) error
 var steps = []Step{
 	seedTenant,
 	seedAdmin,
+	seedApp,
 	seedTemplates,
 	seedClients,
 	seedActs,

@@ -11,6 +11,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/demo"
+	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -51,6 +52,18 @@ func TestSeed(t *testing.T) {
 		}
 		if _, total, _ := users.NewStore(d).List(ctx, 1, 10); total != 1 {
 			t.Errorf("re-seed created %d users, want 1", total)
+		}
+
+		// The demo app: same client id on a re-seed, a new secret that works.
+		if info.ClientID == "" || info.ClientSecret == "" || info.RedirectURI != demo.DemoRedirectURI {
+			t.Fatalf("app not seeded: %+v", info)
+		}
+		if info2.ClientID != info.ClientID || info2.ClientSecret == info.ClientSecret {
+			t.Errorf("re-seed: client %q/%q, want same id and a new secret", info2.ClientID, info.ClientID)
+		}
+		apps, err := oauth.ListApps(ctx, d)
+		if err != nil || len(apps) != 1 {
+			t.Fatalf("apps after re-seed = %d, %v; want 1", len(apps), err)
 		}
 	})
 }

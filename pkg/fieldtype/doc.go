@@ -106,7 +106,7 @@
 //	number      decimals (0..MaxDecimals), min, max
 //	integer     none
 //	currency    currency (required), decimals (0..MaxDecimals)
-//	percentage  none
+//	percentage  decimals (0..MaxDecimals)
 //	boolean     none
 //	date        none
 //	select      choices (required)

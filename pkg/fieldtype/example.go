@@ -58,7 +58,11 @@ func (s *spec) example() string {
 	case Integer:
 		return "42"
 	case Percentage:
-		return "12.5"
+		d := decimal{int: "12", frac: "5"}
+		if s.dec.places == 0 {
+			d.frac = ""
+		}
+		return d.format(s.dec.places)
 	case Boolean:
 		return "true"
 	case Date:

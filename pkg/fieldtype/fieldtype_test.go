@@ -109,6 +109,7 @@ func validCases() []valueCase {
 		{"percentage above 100", Percentage, nil, "105.50", "105.5"},
 		{"percentage negative", Percentage, nil, "-30", "-30"},
 		{"percentage small", Percentage, nil, "0.0001", "0.0001"},
+		{"percentage decimals pads", Percentage, &Options{Decimals: ip(2)}, "12.5", "12.50"},
 
 		{"boolean true", Boolean, nil, "true", "true"},
 		{"boolean false", Boolean, nil, "false", "false"},
@@ -226,6 +227,7 @@ func invalidCases() []invalidCase {
 
 		{"percentage sign", Percentage, nil, "12.5%", "decimal number", ""},
 		{"percentage exponent", Percentage, nil, "1e2", "decimal number", ""},
+		{"percentage too precise", Percentage, &Options{Decimals: ip(2)}, "12.505", "decimal", ""},
 
 		{"boolean upper", Boolean, nil, "TRUE", `"true" or "false"`, ""},
 		{"boolean title", Boolean, nil, "True", `"true" or "false"`, ""},

@@ -115,7 +115,12 @@ func compile(t Type, o *Options, prefix string, errs *fieldErrs) *spec {
 			s.dec.places = unit
 		}
 	case Percentage:
+		// Like number: free precision unless decimals fixes it (a rate shown
+		// as 12.50 % must not silently become 12.5 or 12.505).
 		s.dec.places = -1
+		if o.Decimals != nil && checkDecimals(*o.Decimals, op, errs) {
+			s.dec.places = *o.Decimals
+		}
 	case Select:
 		s.choices = o.Choices
 		s.choiceAt = checkChoices(o.Choices, op+"choices", errs)
@@ -138,11 +143,12 @@ const (
 
 // allowedOptions lists, per type, the option properties it accepts.
 var allowedOptions = map[Type]uint8{
-	Text:     optMaxLength,
-	Number:   optDecimals | optMin | optMax,
-	Currency: optCurrency | optDecimals,
-	Select:   optChoices,
-	Table:    optColumns,
+	Text:       optMaxLength,
+	Number:     optDecimals | optMin | optMax,
+	Currency:   optCurrency | optDecimals,
+	Percentage: optDecimals,
+	Select:     optChoices,
+	Table:      optColumns,
 }
 
 // optionProps names each property in wire spelling and says whether it is
@@ -348,6 +354,11 @@ func (s *spec) effective() *Options {
 		return o
 	case Currency:
 		return &Options{Currency: ptr(s.currency), Decimals: ptr(s.dec.places)}
+	case Percentage:
+		if s.dec.places < 0 {
+			return nil
+		}
+		return &Options{Decimals: ptr(s.dec.places)}
 	case Select:
 		return &Options{Choices: append([]string(nil), s.choices...)}
 	case Table:

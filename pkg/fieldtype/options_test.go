@@ -49,6 +49,7 @@ func validOptions() []optionsCase {
 		{"currency decimals 0", Currency, &Options{Currency: sp("EUR"), Decimals: ip(0)}},
 		{"currency XAU decimals", Currency, &Options{Currency: sp("XAU"), Decimals: ip(4)}},
 		{"percentage nil", Percentage, nil},
+		{"percentage decimals", Percentage, &Options{Decimals: ip(2)}},
 		{"boolean nil", Boolean, nil},
 		{"date nil", Date, nil},
 		{"select", Select, yesNo},
@@ -130,7 +131,8 @@ func TestValidateOptionsInvalid(t *testing.T) {
 		{"currency decimals too big", Currency, &Options{Currency: sp("EUR"), Decimals: ip(11)}, "options.decimals", "between 0 and 10"},
 		{"currency min", Currency, &Options{Currency: sp("EUR"), Min: sp("0")}, "options.min", "not allowed for type currency"},
 
-		{"percentage decimals", Percentage, &Options{Decimals: ip(2)}, "options.decimals", "not allowed for type percentage"},
+		{"percentage decimals out of range", Percentage, &Options{Decimals: ip(11)}, "options.decimals", ""},
+		{"percentage min", Percentage, &Options{Min: sp("0")}, "options.min", "not allowed for type percentage"},
 		{"boolean max_length", Boolean, &Options{MaxLength: ip(5)}, "options.max_length", "not allowed for type boolean"},
 		{"date choices", Date, &Options{Choices: []string{"2024-01-01"}}, "options.choices", "not allowed for type date"},
 

@@ -40,7 +40,7 @@ func (h *Handlers) GetClient(ctx context.Context, req api.GetClientRequestObject
 	if _, err := auth.Require(ctx, auth.ScopeClientsRead, auth.Read); err != nil {
 		return nil, err
 	}
-	c, err := h.clientStore().Get(ctx, req.Id)
+	c, err := h.clientStore().Get(ctx, nil, req.Id)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -18,11 +19,19 @@ type Decimal struct {
 	s string // canonical decimal text ("0", "-12.5", "250000.25")
 }
 
-// Parse reads a plain decimal literal ("12", "-0.50", "1e3" is rejected as
-// exponent notation is a float-ism finance clients should not rely on).
+// jsonNumber is the JSON number grammar (RFC 8259): what a client may send.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?([0-9]{1,3}))?$`)
+
+// Parse reads a decimal in JSON number syntax ("12", "-0.50", "2.5e3"). The
+// value is exact: exponents are applied in rational arithmetic, never through
+// float64. Exponents are limited to three digits so that a hostile "1e999999"
+// cannot allocate a huge number.
 func Parse(s string) (Decimal, error) {
+	if len(s) > 100 || !jsonNumber.MatchString(s) {
+		return Decimal{}, fmt.Errorf("%q is not a decimal number", s)
+	}
 	r, ok := new(big.Rat).SetString(s)
-	if !ok || s == "" || strings.ContainsAny(s, "eE/ \t+") || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") {
+	if !ok {
 		return Decimal{}, fmt.Errorf("%q is not a decimal number", s)
 	}
 	return FromRat(r), nil
