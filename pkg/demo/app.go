@@ -10,7 +10,6 @@ import (
 // an integrator's local OAuth client (or the TypeScript smoke) can listen on.
 const DemoRedirectURI = "http://127.0.0.1:8765/callback"
 
-
 // seedApp registers the demo OAuth app with every scope. A re-run keeps the
 // client id and issues a fresh secret, since secrets are stored hashed and
 // cannot be shown again.

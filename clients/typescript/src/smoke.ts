@@ -113,8 +113,8 @@ async function authorize(demo: Demo): Promise<{ code: string; verifier: string }
       url = loc.toString();
       continue;
     }
-    check(res.status === 200, `GET ${url}: ${res.status} ${await res.text()}`);
     const html = await res.text();
+    check(res.status === 200, `GET ${url}: ${res.status} ${html.slice(0, 300)}`);
     const isLogin = /type\s*=\s*"password"/i.test(html);
     const form = parseForm(html, isLogin ? undefined : (f) => /name\s*=\s*"decision"|value\s*=\s*"allow"/i.test(f));
     const body = new URLSearchParams();
@@ -135,7 +135,7 @@ async function authorize(demo: Demo): Promise<{ code: string; verifier: string }
       body: body.toString(),
     });
     jar.take(post);
-    check(post.status === 302 || post.status === 303, `POST ${action}: ${post.status} ${await post.text()}`);
+    if (post.status !== 302 && post.status !== 303) fail(`POST ${action}: ${post.status} ${(await post.text()).slice(0, 300)}`);
     const loc = new URL(post.headers.get("location") ?? fail("no Location"), action);
     if (loc.toString().startsWith(demo.redirect_uri)) {
       check(loc.searchParams.get("state") === state, "state changed on the consent redirect");
