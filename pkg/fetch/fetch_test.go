@@ -143,3 +143,24 @@ func BenchmarkBulkPut200(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetAct200 measures reading an act with 200 data points and their
+// fetch states (three statements).
+func BenchmarkGetAct200(b *testing.B) {
+	for _, dialect := range testdb.Dialects() {
+		b.Run(dialect, func(b *testing.B) {
+			d := testdb.Open(b, dialect)
+			f := newBulkFixture(b, d, 200)
+			f.request(b, 200, 0)
+			s := acts.NewStore(d, nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				a, err := s.Get(f.ctx, f.act.Act.UUID)
+				if err != nil || len(a.Data) != 200 || len(a.Fetch) != 200 {
+					b.Fatalf("Get = %v", err)
+				}
+			}
+		})
+	}
+}
