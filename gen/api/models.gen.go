@@ -932,21 +932,6 @@ type EventAct struct {
 	Uuid openapi_types.UUID `json:"uuid"`
 }
 
-// EventEnvelope The common envelope of every delivery.
-type EventEnvelope struct {
-	// Data The payload; its shape depends on `event`.
-	Data map[string]interface{} `json:"data"`
-
-	// Event Webhook event kinds.
-	Event EventKind `json:"event"`
-
-	// Id The event id, the same for every destination and retry.
-	Id openapi_types.UUID `json:"id"`
-
-	// OccurredAt When the event happened.
-	OccurredAt time.Time `json:"occurred_at"`
-}
-
 // EventKind Webhook event kinds.
 type EventKind string
 

@@ -179,7 +179,7 @@ func TestPrintSettingsListsEverySetting(t *testing.T) {
 			t.Errorf("help lacks --%s", s.Flag)
 		}
 	}
-	for _, want := range []string{":8080", "./data", "localhost", "30m0s", "720h0m0s", "1M", "text", "info", "(generated)"} {
+	for _, want := range []string{":8080", "./data", "localhost", "30m", "720h", "15s", "1M", "text", "info", "(generated)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks default %q:\n%s", want, out)
 		}
@@ -207,6 +207,16 @@ func TestLogValueRedacts(t *testing.T) {
 	}
 	if got := redactURL("host=db password=hunter2"); strings.Contains(got, "hunter2") {
 		t.Errorf("key=value DSN leaked: %s", got)
+	}
+}
+
+func TestDurationString(t *testing.T) {
+	for d, want := range map[time.Duration]string{time.Hour: "1h", 720 * time.Hour: "720h", 10 * time.Minute: "10m",
+		90 * time.Minute: "1h30m", 15 * time.Second: "15s", 1500 * time.Millisecond: "1.5s", 0: "0s"} {
+		v := durationValue(d)
+		if got := v.String(); got != want {
+			t.Errorf("String(%v) = %q, want %q", d, got, want)
+		}
 	}
 }
 
@@ -285,5 +295,19 @@ func TestNewLogger(t *testing.T) {
 	l.Warn("shown", "k", 1)
 	if out := b.String(); strings.Contains(out, "hidden") || !strings.HasPrefix(out, "{") || !strings.Contains(out, `"msg":"shown"`) {
 		t.Errorf("json logger output: %q", out)
+	}
+}
+
+// TestREADMEListsEverySetting keeps the README's configuration table in
+// step with the settings table.
+func TestREADMEListsEverySetting(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Skipf("README not found: %v", err)
+	}
+	for _, s := range List() {
+		if !strings.Contains(string(b), "`"+s.Env+"`") {
+			t.Errorf("README.md does not document %s", s.Env)
+		}
 	}
 }

@@ -137,7 +137,17 @@ func (v *durationValue) Set(s string) error {
 	*v = durationValue(d)
 	return nil
 }
-func (v *durationValue) String() string { return time.Duration(*v).String() }
+func (v *durationValue) String() string {
+	// "1h0m0s" reads worse than "1h" in --help.
+	s := time.Duration(*v).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
 
 type intValue int
 

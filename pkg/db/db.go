@@ -129,6 +129,13 @@ func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("db: create data directory: %w", err)
 	}
+	// Create the file owner-only before SQLite does (it would use 0644):
+	// it holds password hashes. SQLite gives -wal and -shm the same mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("db: create sqlite file: %w", err)
+	}
+	f.Close()
 	g, err := gorm.Open(sqlite.Open(SQLiteDSN(path)), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("db: open sqlite %s: %w", path, err)
@@ -218,7 +225,9 @@ func (d *DB) Close() error {
 // Tx runs fn in a transaction bound to ctx: committed when fn returns nil,
 // rolled back otherwise (and on panic). Nested calls on the tx handle use
 // savepoints. On SQLite the transaction holds the database write lock from
-// BEGIN on, so keep it short and never wait on the network inside it.
+// BEGIN on, so keep it short, never wait on the network inside it, and use
+// only tx inside fn: a write through another handle would wait for the very
+// lock fn holds (until busy_timeout, then SQLITE_BUSY).
 func (d *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return d.DB.WithContext(ctx).Transaction(fn)
 }

@@ -40,8 +40,9 @@
 //   - number: an exact decimal, never a float64. Grammar -?[0-9]+(\.[0-9]+)?:
 //     no leading '+', no exponent, no NaN/Inf, no '.5' or '5.', no spaces or
 //     separators. At most [MaxIntegerDigits] digits before the point once
-//     leading zeros are dropped, and at most [MaxDecimals] significant digits
-//     after it. With options.decimals = d, a value may have at most d
+//     leading zeros are dropped, at most [MaxDecimals] significant digits
+//     after it, and at most 100 characters in all (so that padding with
+//     zeros cannot make a value arbitrarily long). With options.decimals = d, a value may have at most d
 //     significant fractional digits: extra non-zero digits make it invalid
 //     rather than rounded, because silently rounding money is a bug; extra
 //     trailing zeros ("1.500" for d=2) are accepted since they lose nothing.
@@ -49,8 +50,8 @@
 //     Canonical form: no leading zeros, no "-0"; with decimals set, exactly d
 //     fractional digits ("1.5" → "1.50"); without, trailing fractional zeros
 //     and a bare point removed ("1.50" → "1.5", "2.0" → "2").
-//   - integer: -?[0-9]+ in base 10, within the int64 range. "1.0", "+1",
-//     "1e3" and "0x10" are invalid. Canonical form: no leading zeros, no "-0".
+//   - integer: -?[0-9]+ in base 10, within the int64 range, at most 100
+//     characters. "1.0", "+1", "1e3" and "0x10" are invalid. Canonical form: no leading zeros, no "-0".
 //   - currency: an amount, with the number grammar and limits. options.currency
 //     (required) is an active ISO 4217 code; options.decimals defaults to the
 //     code's ISO 4217 minor unit (2 for EUR, 0 for JPY, 3 for KWD) and may be

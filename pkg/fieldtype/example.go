@@ -4,9 +4,8 @@ import "strings"
 
 // Example returns a valid value for the field, in canonical form: the
 // reference integration fabricates results with it, the demo seeds acts with
-// it, and tests use it as a known-good value. It is deterministic. It returns
-// "" when ValidateOptions reports a problem (and for a text field, "" is
-// never returned otherwise).
+// it, and tests use it as a known-good value. It is deterministic, and it
+// returns "" only when ValidateOptions reports a problem.
 func Example(t Type, o *Options) string {
 	var errs fieldErrs
 	s := compile(t, o, "", &errs)

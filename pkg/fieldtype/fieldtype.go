@@ -72,11 +72,13 @@ const (
 // Options are a field's type-specific options: the FieldOptions object of
 // the API. All properties are optional and only those meaningful for the
 // field's type may be present (see the package documentation). A nil slice
-// means "absent", an empty non-nil slice means "present but empty" (which is
-// an error where the property is allowed, and an error where it is not).
+// is absent; an empty non-nil slice is present, and never valid (choices and
+// columns must not be empty, and other types do not allow them).
 type Options struct {
 	// MaxLength bounds a text value, in Unicode code points.
 	MaxLength *int `json:"max_length,omitempty"`
+	// Currency is the ISO 4217 alphabetic code of a currency field.
+	Currency *string `json:"currency,omitempty"`
 	// Decimals is the number of fractional digits of a number or currency
 	// value; values are padded to it and never rounded to it.
 	Decimals *int `json:"decimals,omitempty"`
@@ -84,8 +86,6 @@ type Options struct {
 	// decoding JSON they may be given as strings or numbers.
 	Min *string `json:"min,omitempty"`
 	Max *string `json:"max,omitempty"`
-	// Currency is the ISO 4217 alphabetic code of a currency field.
-	Currency *string `json:"currency,omitempty"`
 	// Choices are the allowed values of a select field, in display order.
 	Choices []string `json:"choices,omitempty"`
 	// Columns are the columns of a table field, in display order.
@@ -108,10 +108,10 @@ type Column struct {
 // both JSON strings and JSON numbers can be accepted.
 type optionsJSON struct {
 	MaxLength *int            `json:"max_length"`
+	Currency  *string         `json:"currency"`
 	Decimals  *int            `json:"decimals"`
 	Min       json.RawMessage `json:"min"`
 	Max       json.RawMessage `json:"max"`
-	Currency  *string         `json:"currency"`
 	Choices   []string        `json:"choices"`
 	Columns   []Column        `json:"columns"`
 }
@@ -141,10 +141,10 @@ func (o *Options) UnmarshalJSON(data []byte) error {
 	}
 	*o = Options{
 		MaxLength: aux.MaxLength,
+		Currency:  aux.Currency,
 		Decimals:  aux.Decimals,
 		Min:       minV,
 		Max:       maxV,
-		Currency:  aux.Currency,
 		Choices:   aux.Choices,
 		Columns:   aux.Columns,
 	}

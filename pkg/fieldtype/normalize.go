@@ -52,14 +52,25 @@ func (s *spec) normalizeScalar(v string) (string, string) {
 	case Date:
 		return normalizeDate(v)
 	case Select:
-		for _, c := range s.choices {
-			if v == c {
-				return v, ""
-			}
+		if _, ok := s.choiceAt[v]; ok {
+			return v, ""
 		}
-		return "", "must be one of the field's choices"
+		return "", s.choicesReason()
 	}
 	return "", "has an unsupported type" // unreachable: compile rejects other types
+}
+
+// choicesReason names the choices when they fit in a short message, since
+// that is what the sender needs to fix the value.
+func (s *spec) choicesReason() string {
+	quoted := make([]string, len(s.choices))
+	for i, c := range s.choices {
+		quoted[i] = strconv.Quote(c)
+	}
+	if list := strings.Join(quoted, ", "); len(list) <= 200 {
+		return "must be one of " + list
+	}
+	return "must be one of the field's " + strconv.Itoa(len(s.choices)) + " choices"
 }
 
 // checkText checks a text value: valid UTF-8, no control characters other

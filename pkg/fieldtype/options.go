@@ -12,12 +12,12 @@ import (
 // and Example so that they cannot disagree.
 type spec struct {
 	typ      Type
-	maxLen   int         // text: effective max_length
-	dec      decimalRule // number, currency, percentage
-	decimals *int        // number: decimals as given (nil: free)
-	currency string      // currency: the ISO 4217 code
-	choices  []string    // select
-	columns  []column    // table
+	maxLen   int            // text: effective max_length
+	dec      decimalRule    // number, currency, percentage
+	currency string         // currency: the ISO 4217 code
+	choices  []string       // select, in order
+	choiceAt map[string]int // select: index of each choice, for O(1) lookups in big tables
+	columns  []column       // table
 }
 
 // column is a checked table column.
@@ -81,7 +81,6 @@ func compile(t Type, o *Options, prefix string, errs *fieldErrs) *spec {
 		if o.Decimals != nil {
 			if checkDecimals(*o.Decimals, op, errs) {
 				s.dec.places = *o.Decimals
-				s.decimals = o.Decimals
 			}
 		}
 		s.dec.min = boundOption(o.Min, s.dec, op+"min", errs)
@@ -119,7 +118,7 @@ func compile(t Type, o *Options, prefix string, errs *fieldErrs) *spec {
 		s.dec.places = -1
 	case Select:
 		s.choices = o.Choices
-		checkChoices(o.Choices, op+"choices", errs)
+		s.choiceAt = checkChoices(o.Choices, op+"choices", errs)
 	case Table:
 		s.columns = compileColumns(o.Columns, op+"columns", errs)
 	}
@@ -225,17 +224,18 @@ func checkLabel(s string, maxRunes int) string {
 	return ""
 }
 
-func checkChoices(choices []string, key string, errs *fieldErrs) {
+// checkChoices checks a select field's choices and returns the index of each.
+func checkChoices(choices []string, key string, errs *fieldErrs) map[string]int {
 	switch {
 	case choices == nil:
 		errs.add(key, "is required for type select")
-		return
+		return nil
 	case len(choices) == 0:
 		errs.add(key, "must not be empty")
-		return
+		return nil
 	case len(choices) > MaxChoices:
 		errs.add(key, "must have at most "+strconv.Itoa(MaxChoices)+" choices")
-		return
+		return nil
 	}
 	seen := make(map[string]int, len(choices))
 	for i, c := range choices {
@@ -250,6 +250,7 @@ func checkChoices(choices []string, key string, errs *fieldErrs) {
 		}
 		seen[c] = i
 	}
+	return seen
 }
 
 func compileColumns(cols []Column, key string, errs *fieldErrs) []column {
@@ -331,12 +332,12 @@ func (s *spec) effective() *Options {
 	case Text:
 		return &Options{MaxLength: ptr(s.maxLen)}
 	case Number:
-		if s.decimals == nil && s.dec.min == nil && s.dec.max == nil {
+		if s.dec.places < 0 && s.dec.min == nil && s.dec.max == nil {
 			return nil
 		}
 		o := &Options{}
-		if s.decimals != nil {
-			o.Decimals = ptr(*s.decimals)
+		if s.dec.places >= 0 {
+			o.Decimals = ptr(s.dec.places)
 		}
 		if s.dec.min != nil {
 			o.Min = ptr(s.dec.min.format(s.dec.places))

@@ -8,6 +8,15 @@ import (
 	"testing"
 )
 
+// manyChoices returns MaxChoices distinct choices.
+func manyChoices() []string {
+	c := make([]string, MaxChoices)
+	for i := range c {
+		c[i] = "choice " + strconv.Itoa(i)
+	}
+	return c
+}
+
 type optionsCase struct {
 	name string
 	t    Type
@@ -17,10 +26,6 @@ type optionsCase struct {
 // validOptions are definitions ValidateOptions must accept; Example and
 // Effective are checked against every one of them.
 func validOptions() []optionsCase {
-	manyChoices := make([]string, MaxChoices)
-	for i := range manyChoices {
-		manyChoices[i] = "choice " + strconv.Itoa(i)
-	}
 	return []optionsCase{
 		{"text nil", Text, nil},
 		{"text empty object", Text, &Options{}},
@@ -48,7 +53,7 @@ func validOptions() []optionsCase {
 		{"date nil", Date, nil},
 		{"select", Select, yesNo},
 		{"select one", Select, &Options{Choices: []string{"Only"}}},
-		{"select many", Select, &Options{Choices: manyChoices}},
+		{"select many", Select, &Options{Choices: manyChoices()}},
 		{"select unicode", Select, &Options{Choices: []string{"Ja", "Nej", "Vet ej – okänt"}}},
 		{"table", Table, tableCols},
 		{"table one column", Table, &Options{Columns: []Column{{Key: "a", Name: "A", Type: Text}}}},
@@ -273,7 +278,7 @@ func TestOptionsJSON(t *testing.T) {
 			{Key: "a", Name: "A", Type: Currency, Options: jpy},
 			{Key: "b", Name: "B", Type: Boolean},
 		}}))
-		want := `{"columns":[{"key":"a","name":"A","type":"currency","options":{"decimals":0,"currency":"JPY"}},{"key":"b","name":"B","type":"boolean"}]}`
+		want := `{"columns":[{"key":"a","name":"A","type":"currency","options":{"currency":"JPY","decimals":0}},{"key":"b","name":"B","type":"boolean"}]}`
 		if string(b) != want {
 			t.Fatalf("got  %s\nwant %s", b, want)
 		}

@@ -6,8 +6,10 @@ package money
 
 import (
 	"bytes"
+	"database/sql/driver"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -99,6 +101,38 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 		b = bytes.Trim(b, `"`)
 	}
 	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// Value implements driver.Valuer: the canonical decimal text, which both
+// PostgreSQL NUMERIC and SQLite TEXT columns take without rounding.
+func (d Decimal) Value() (driver.Value, error) { return d.String(), nil }
+
+// Scan implements sql.Scanner for NUMERIC (text or []byte from pgx) and TEXT.
+func (d *Decimal) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	case int64:
+		s = strconv.FormatInt(v, 10)
+	case float64:
+		// SQLite may hand back a REAL if a value was ever stored numerically;
+		// format it shortest-exact rather than rounding to fixed places.
+		s = strconv.FormatFloat(v, 'f', -1, 64)
+	case nil:
+		*d = Decimal{}
+		return nil
+	default:
+		return fmt.Errorf("money: cannot scan %T into Decimal", src)
+	}
+	v, err := Parse(s)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/finsvc/finsvc/pkg/demo"
+	"github.com/finsvc/finsvc/pkg/server"
+)
+
+func init() {
+	register(&command{name: "demo", synopsis: "run a seeded demo server on SQLite", run: runDemo})
+}
+
+func runDemo(ctx context.Context, c *cli, args []string) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	fs := flagSet("demo")
+	cfg.RegisterFlagsOnly(fs, "addr", "data", "base-domain", "log-format", "log-level", "fetch-window")
+	usage := func(w io.Writer) {
+		printFlags(w, fs, "finsvc demo [--addr ADDR] [--data DIR]", `
+Starts a demo server on SQLite with a seeded tenant "demo" and an admin user,
+prints how to log in and writes the details to <data>/demo.json:
+{base_url, tenant, admin_email, admin_password, client_id, client_secret,
+redirect_uri}. base_url carries the port actually bound (--addr 127.0.0.1:0
+picks a free one).
+
+Without --data the database lives in a new temporary directory that is removed
+on exit. Webhook targets on private addresses and http:// are allowed.`)
+	}
+	pos, err := parse(c, fs, args, usage)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	dataGiven := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "data" {
+			dataGiven = true
+		}
+	})
+	// The demo is SQLite by definition, and always migrated.
+	cfg.DatabaseURL, cfg.NoMigrate, cfg.WebhookAllowPrivate = "", false, true
+	if !dataGiven {
+		dir, err := os.MkdirTemp("", "finsvc-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		cfg.DataDir = dir
+	}
+	if err := validate(cfg); err != nil {
+		return err
+	}
+	logger := cfg.NewLogger(c.stderr)
+
+	// Bind first: base_url must carry the real port.
+	srv, err := server.Listen(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cfg.Addr = srv.Addr().String()
+
+	d, err := openDB(ctx, cfg, c)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if _, err := cfg.ResolveSecret(d.Dialect); err != nil {
+		return err
+	}
+	info, err := demo.Seed(ctx, d, cfg)
+	if err != nil {
+		return err
+	}
+	path, err := info.Write(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	h, err := buildHandler(d, cfg, logger)
+	if err != nil {
+		return fmt.Errorf("build HTTP handler: %w", err)
+	}
+	info.Print(c.stdout, cfg.Addr, path)
+	if !dataGiven {
+		fmt.Fprintf(c.stdout, "Data directory %s is removed on exit; use --data DIR to keep it.\n", cfg.DataDir)
+	}
+	return srv.Serve(ctx, h)
+}

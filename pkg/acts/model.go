@@ -1,0 +1,127 @@
+// Package acts stores financial acts, their data points and history.
+//
+// An act is editable iff its status is draft. A data point snapshots its
+// template field's definition (key, name, type, source, options) so that
+// reading an act or building an event never consults the live template, and
+// carries a revision that increments on every value change (fetch requests
+// snapshot it to detect "changed since the request").
+package acts
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/finsvc/finsvc/pkg/auth"
+)
+
+// Act statuses.
+const (
+	StatusDraft = "draft"
+	StatusFinal = "final"
+)
+
+// Act is a financial act.
+type Act struct {
+	TenantID    int64  `gorm:"primaryKey;autoIncrement:false"`
+	UUID        string `gorm:"column:uuid;primaryKey"`
+	ClientID    int64  `gorm:"not null"`
+	TemplateID  int64  `gorm:"not null"`
+	Title       string `gorm:"not null"`
+	Status      string `gorm:"not null"`
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	FinalizedAt *time.Time
+}
+
+// TableName pins the table.
+func (Act) TableName() string { return "acts" }
+
+// Editable reports whether the act may change (drafts only).
+func (a *Act) Editable() bool { return a.Status == StatusDraft }
+
+// DataPoint is an instance of a template field in an act.
+type DataPoint struct {
+	TenantID        int64  `gorm:"primaryKey;autoIncrement:false"`
+	ID              int64  `gorm:"primaryKey;autoIncrement:false"`
+	ActUUID         string `gorm:"not null"`
+	TemplateFieldID int64  `gorm:"not null"`
+	Position        int    `gorm:"not null"`
+	Key             string `gorm:"not null"`
+	Name            string `gorm:"not null"`
+	Type            string `gorm:"not null"`
+	Source          string `gorm:"not null"`
+	Options         *string
+	Value           *string
+	SourceValue     *string
+	Revision        int64 `gorm:"not null"`
+	UpdatedAt       time.Time
+}
+
+// TableName pins the table.
+func (DataPoint) TableName() string { return "data_points" }
+
+// External reports whether an integration fetches the data point.
+func (d *DataPoint) External() bool { return d.Source == "external_data" }
+
+// History kinds (the HistoryKind enum of the spec).
+const (
+	KindActCreated     = "act_created"
+	KindActDuplicated  = "act_duplicated"
+	KindActUpdated     = "act_updated"
+	KindActFinalized   = "act_finalized"
+	KindFetchRequested = "fetch_requested"
+	KindValueAccepted  = "value_accepted"
+	KindFetchFailed    = "fetch_failed"
+	KindValueEdited    = "value_edited"
+)
+
+// Actor types.
+const (
+	ActorUser   = "user"
+	ActorApp    = "app"
+	ActorSystem = "system"
+)
+
+// HistoryEntry is one entry of an act's history.
+type HistoryEntry struct {
+	TenantID       int64     `gorm:"primaryKey;autoIncrement:false"`
+	ID             int64     `gorm:"primaryKey;autoIncrement:false"`
+	ActUUID        string    `gorm:"not null"`
+	At             time.Time `gorm:"not null"`
+	ActorType      string    `gorm:"not null"`
+	ActorID        string    `gorm:"not null"`
+	ActorUserID    *int64
+	Kind           string `gorm:"not null"`
+	DataPointID    *int64
+	FetchRequestID *string
+	OldValue       *string
+	NewValue       *string
+	Error          *string
+}
+
+// TableName pins the table.
+func (HistoryEntry) TableName() string { return "act_history" }
+
+// Actor identifies who made a change.
+type Actor struct {
+	Type   string
+	ID     string
+	UserID *int64
+}
+
+// UserActor is the user behind p: changes a person asks for (creating,
+// editing, finalizing, requesting a refresh).
+func UserActor(p *auth.Principal) Actor {
+	uid := p.UserID
+	return Actor{Type: ActorUser, ID: strconv.FormatInt(uid, 10), UserID: &uid}
+}
+
+// AppActor is the app behind p, acting for its user: correlated results an
+// integration returns for a fetch request.
+func AppActor(p *auth.Principal) Actor {
+	uid := p.UserID
+	return Actor{Type: ActorApp, ID: p.ClientID, UserID: &uid}
+}
+
+// SystemActor is the service itself (built-in provider fields).
+var SystemActor = Actor{Type: ActorSystem, ID: "finsvc"}

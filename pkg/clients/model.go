@@ -1,0 +1,24 @@
+// Package clients stores the tenant's client records.
+package clients
+
+import (
+	"time"
+
+	"github.com/finsvc/finsvc/pkg/money"
+)
+
+// Client is a client record. CreditLimit is exact: NUMERIC on PostgreSQL and
+// canonical decimal text on SQLite, never float64.
+type Client struct {
+	TenantID    int64         `gorm:"primaryKey;autoIncrement:false"`
+	ID          int64         `gorm:"primaryKey;autoIncrement:false"`
+	CompanyName string        `gorm:"not null"`
+	OrgNumber   string        `gorm:"not null"`
+	Country     string        `gorm:"not null"`
+	CreditLimit money.Decimal `gorm:"type:numeric(20,2);not null"`
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// TableName pins the table.
+func (Client) TableName() string { return "clients" }

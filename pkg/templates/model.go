@@ -1,0 +1,81 @@
+// Package templates stores versioned act templates made of typed fields.
+// A template used by an act is immutable; changing it creates a new version.
+package templates
+
+import (
+	"time"
+
+	"github.com/finsvc/finsvc/pkg/fieldtype"
+)
+
+// Field sources (DESIGN section 4).
+const (
+	SourceExternalData      = "external_data"
+	SourceManual            = "manual"
+	SourceClientCompanyName = "client.company_name"
+	SourceClientOrgNumber   = "client.org_number"
+	SourceClientCountry     = "client.country"
+	SourceClientCreditLimit = "client.credit_limit"
+	SourceActCreatedAt      = "act.created_at"
+)
+
+// BuiltinSources are filled by the service itself.
+var BuiltinSources = []string{
+	SourceClientCompanyName, SourceClientOrgNumber, SourceClientCountry,
+	SourceClientCreditLimit, SourceActCreatedAt,
+}
+
+// IsBuiltin reports whether source is a built-in provider.
+func IsBuiltin(source string) bool {
+	for _, s := range BuiltinSources {
+		if s == source {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidSource reports whether source is known.
+func ValidSource(source string) bool {
+	return source == SourceExternalData || source == SourceManual || IsBuiltin(source)
+}
+
+// Template is one version of a template.
+type Template struct {
+	TenantID          int64 `gorm:"primaryKey;autoIncrement:false"`
+	ID                int64 `gorm:"primaryKey;autoIncrement:false"`
+	FamilyID          int64 `gorm:"not null"` // id of version 1
+	Version           int   `gorm:"not null"`
+	PreviousVersionID *int64
+	Name              string `gorm:"not null"`
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+
+	Fields []Field `gorm:"-"` // loaded explicitly, ordered by position
+}
+
+// TableName pins the table.
+func (Template) TableName() string { return "templates" }
+
+// Field is a typed field of a template. Options holds the effective options
+// as JSON (fieldtype.Options) or nil.
+type Field struct {
+	TenantID   int64  `gorm:"primaryKey;autoIncrement:false"`
+	ID         int64  `gorm:"primaryKey;autoIncrement:false"`
+	TemplateID int64  `gorm:"not null"`
+	Position   int    `gorm:"not null"`
+	Key        string `gorm:"not null"`
+	Name       string `gorm:"not null"`
+	Type       string `gorm:"not null"`
+	Source     string `gorm:"not null"`
+	Options    *string
+}
+
+// TableName pins the table.
+func (Field) TableName() string { return "template_fields" }
+
+// External reports whether an integration fetches the field.
+func (f *Field) External() bool { return f.Source == SourceExternalData }
+
+// FieldType returns the field's type.
+func (f *Field) FieldType() fieldtype.Type { return fieldtype.Type(f.Type) }
