@@ -13,10 +13,14 @@ import (
 // buildHandler wires the HTTP layer's dependencies. serve and demo share
 // it; capabilities (OAuth, webhooks, rate limits) add their wiring here.
 func buildHandler(d *db.DB, cfg *config.Config, logger *slog.Logger) (http.Handler, error) {
-	return httpapi.New(httpapi.Deps{
+	deps := httpapi.Deps{
 		DB:      d,
 		Config:  cfg,
 		Logger:  logger,
 		Tenants: tenant.NewStore(d),
-	})
+	}
+	if err := wireOps(&deps, d, cfg, logger); err != nil { // last: wraps deps.Auth
+		return nil, err
+	}
+	return httpapi.New(deps)
 }
