@@ -3,6 +3,8 @@
 package templates
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/fieldtype"
@@ -52,6 +54,9 @@ type Template struct {
 	UpdatedAt         time.Time
 
 	Fields []Field `gorm:"-"` // loaded explicitly, ordered by position
+	// InUse is true once an act references this version (computed by the
+	// store's reads; then the version is immutable).
+	InUse bool `gorm:"-"`
 }
 
 // TableName pins the table.
@@ -79,3 +84,16 @@ func (f *Field) External() bool { return f.Source == SourceExternalData }
 
 // FieldType returns the field's type.
 func (f *Field) FieldType() fieldtype.Type { return fieldtype.Type(f.Type) }
+
+// ParsedOptions decodes the stored effective options (nil when the type has
+// none), ready for fieldtype.Normalize.
+func (f *Field) ParsedOptions() (*fieldtype.Options, error) {
+	if f.Options == nil {
+		return nil, nil
+	}
+	var o fieldtype.Options
+	if err := json.Unmarshal([]byte(*f.Options), &o); err != nil {
+		return nil, fmt.Errorf("template field %d: stored options: %w", f.ID, err)
+	}
+	return &o, nil
+}

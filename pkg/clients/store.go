@@ -1,0 +1,265 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/money"
+	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// Sequence is the db.NextIDs sequence of client ids (per tenant).
+const Sequence = "clients"
+
+// Field limits. CreditLimit is stored as NUMERIC(20,2): at most two
+// fractional digits and 18 before the point.
+const (
+	MaxCompanyNameLength = 200
+	MaxOrgNumberLength   = 50
+	CreditLimitDecimals  = 2
+	creditLimitIntDigits = 18
+)
+
+// Input is a new client.
+type Input struct {
+	CompanyName string
+	OrgNumber   string
+	Country     string
+	CreditLimit money.Decimal
+}
+
+// Patch changes the non-nil fields of a client.
+type Patch struct {
+	CompanyName *string
+	OrgNumber   *string
+	Country     *string
+	CreditLimit *money.Decimal
+}
+
+// Store reads and writes the clients of the tenant in the context. Every
+// query goes through tenant.Scope.
+type Store struct{ db *db.DB }
+
+// NewStore returns a Store over d.
+func NewStore(d *db.DB) *Store { return &Store{db: d} }
+
+// List returns one page of clients ordered by id and the total count: one
+// COUNT and one page query (none when the page lies past the end).
+func (s *Store) List(ctx context.Context, p page.Request) (_ []Client, total int64, err error) {
+	defer apperr.Wrap(&err, "clients.List(page %d, limit %d)", p.Page, p.Limit)
+	if err := p.Validate(); err != nil {
+		return nil, 0, err
+	}
+	if err := tenant.Scope(ctx, s.db.DB).Model(&Client{}).Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count: %w", err)
+	}
+	out := []Client{}
+	if p.Beyond(total) {
+		return out, total, nil
+	}
+	err = tenant.Scope(ctx, s.db.DB).Order("id").Limit(p.Limit).Offset(p.Offset()).Find(&out).Error
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// Get returns the client with id, or apperr.NotFound (also for another
+// tenant's client).
+func (s *Store) Get(ctx context.Context, id int64) (*Client, error) {
+	return s.get(ctx, s.db.DB, id)
+}
+
+func (s *Store) get(ctx context.Context, q *gorm.DB, id int64) (*Client, error) {
+	var c Client
+	err := tenant.Scope(ctx, q).Where("id = ?", id).Take(&c).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, apperr.E(apperr.NotFound, "client not found")
+	case err != nil:
+		return nil, fmt.Errorf("clients.Get(%d): %w", id, err)
+	}
+	return &c, nil
+}
+
+// Create validates in and stores a new client.
+func (s *Store) Create(ctx context.Context, in Input) (_ *Client, err error) {
+	tid := tenant.ID(ctx)
+	defer apperr.Wrap(&err, "clients.Create(tenant %d)", tid)
+	in.CompanyName = strings.TrimSpace(in.CompanyName)
+	in.OrgNumber = strings.TrimSpace(in.OrgNumber)
+	fe := apperr.FieldErrors{}
+	checkName(fe, in.CompanyName)
+	checkOrgNumber(fe, in.OrgNumber)
+	checkCountry(fe, in.Country)
+	checkCreditLimit(fe, in.CreditLimit)
+	if err := fe.Err(apperr.Invalid, "The request is invalid."); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		TenantID: tid, CompanyName: in.CompanyName, OrgNumber: in.OrgNumber,
+		Country: in.Country, CreditLimit: in.CreditLimit,
+	}
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		id, err := db.NextID(tx, tid, Sequence)
+		if err != nil {
+			return err
+		}
+		c.ID = id
+		return tx.Create(c).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Update applies the non-nil fields of p to client id and returns the
+// result. An empty patch returns the client unchanged.
+func (s *Store) Update(ctx context.Context, id int64, p Patch) (_ *Client, err error) {
+	defer apperr.Wrap(&err, "clients.Update(%d)", id)
+	fe := apperr.FieldErrors{}
+	if p.CompanyName != nil {
+		v := strings.TrimSpace(*p.CompanyName)
+		p.CompanyName = &v
+		checkName(fe, v)
+	}
+	if p.OrgNumber != nil {
+		v := strings.TrimSpace(*p.OrgNumber)
+		p.OrgNumber = &v
+		checkOrgNumber(fe, v)
+	}
+	if p.Country != nil {
+		checkCountry(fe, *p.Country)
+	}
+	if p.CreditLimit != nil {
+		checkCreditLimit(fe, *p.CreditLimit)
+	}
+	if err := fe.Err(apperr.Invalid, "The request is invalid."); err != nil {
+		return nil, err
+	}
+	var c *Client
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		if c, err = s.get(ctx, s.db.ForUpdate(tx), id); err != nil {
+			return err
+		}
+		changes := map[string]any{}
+		if p.CompanyName != nil {
+			c.CompanyName, changes["company_name"] = *p.CompanyName, *p.CompanyName
+		}
+		if p.OrgNumber != nil {
+			c.OrgNumber, changes["org_number"] = *p.OrgNumber, *p.OrgNumber
+		}
+		if p.Country != nil {
+			c.Country, changes["country"] = *p.Country, *p.Country
+		}
+		if p.CreditLimit != nil {
+			c.CreditLimit, changes["credit_limit"] = *p.CreditLimit, *p.CreditLimit
+		}
+		if len(changes) == 0 {
+			return nil
+		}
+		c.UpdatedAt = tx.NowFunc()
+		changes["updated_at"] = c.UpdatedAt
+		return tenant.Scope(ctx, tx).Model(&Client{}).Where("id = ?", id).Updates(changes).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Delete removes client id. It is refused (apperr.Invalid, errors.client)
+// while the client has acts: acts keep their client for the record.
+func (s *Store) Delete(ctx context.Context, id int64) (err error) {
+	defer apperr.Wrap(&err, "clients.Delete(%d)", id)
+	hasActs := apperr.E(apperr.Invalid, "The client has acts and cannot be deleted.").
+		WithField("client", "has acts; a client with acts cannot be deleted")
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		// The row lock makes a concurrent act insert (whose foreign-key
+		// check takes a KEY SHARE lock on this row) wait for us or us for it,
+		// so the check below sees every committed act.
+		if _, err := s.get(ctx, s.db.ForUpdate(tx), id); err != nil {
+			return err
+		}
+		var n int64
+		if err := tenant.Scope(ctx, tx).Table("acts").Where("client_id = ?", id).Limit(1).Count(&n).Error; err != nil {
+			return fmt.Errorf("count acts: %w", err)
+		}
+		if n > 0 {
+			return hasActs
+		}
+		return tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Client{}).Error
+	})
+	if db.IsForeignKeyViolation(err) {
+		// Belt and braces: the acts foreign key refused the delete.
+		return hasActs
+	}
+	return err
+}
+
+func checkName(fe apperr.FieldErrors, v string) {
+	checkText(fe, "company_name", v, MaxCompanyNameLength)
+}
+
+func checkOrgNumber(fe apperr.FieldErrors, v string) {
+	checkText(fe, "org_number", v, MaxOrgNumberLength)
+}
+
+func checkText(fe apperr.FieldErrors, field, v string, maxLen int) {
+	switch {
+	case v == "":
+		fe.Add(field, "is required")
+	case !utf8.ValidString(v):
+		fe.Add(field, "must be valid UTF-8")
+	case utf8.RuneCountInString(v) > maxLen:
+		fe.Add(field, fmt.Sprintf("must be at most %d characters", maxLen))
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		fe.Add(field, "must not contain control characters")
+	}
+}
+
+func checkCountry(fe apperr.FieldErrors, v string) {
+	if !ValidCountry(v) {
+		fe.Add("country", "must be an ISO 3166-1 alpha-2 country code in upper case, such as NO")
+	}
+}
+
+// CheckCreditLimit returns the problem with v as a credit limit, or "".
+func CheckCreditLimit(v money.Decimal) string {
+	switch {
+	case v.Sign() < 0:
+		return "must be at least 0"
+	case v.Scale() > CreditLimitDecimals:
+		return fmt.Sprintf("must have at most %d fractional digits", CreditLimitDecimals)
+	case intDigits(v) > creditLimitIntDigits:
+		return fmt.Sprintf("must be less than 1%s", strings.Repeat("0", creditLimitIntDigits))
+	}
+	return ""
+}
+
+func checkCreditLimit(fe apperr.FieldErrors, v money.Decimal) {
+	if msg := CheckCreditLimit(v); msg != "" {
+		fe.Add("credit_limit", msg)
+	}
+}
+
+// intDigits counts the digits before the point of the canonical form
+// (which has no leading zeros, "0" aside).
+func intDigits(v money.Decimal) int {
+	s := strings.TrimPrefix(v.String(), "-")
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		s = s[:i]
+	}
+	return len(s)
+}

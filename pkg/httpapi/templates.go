@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/fieldtype"
+	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/templates"
+)
+
+// Templates: GET /templates, GET /templates/{id} (templates:read, any role),
+// POST /templates and PUT /templates/{id} (templates:write, admins only).
+
+func (h *Handlers) templateStore() *templates.Store { return templates.NewStore(h.deps.DB) }
+
+// ListTemplates is GET /templates: every version, with fields, in a constant
+// number of queries.
+func (h *Handlers) ListTemplates(ctx context.Context, req api.ListTemplatesRequestObject) (api.ListTemplatesResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeTemplatesRead, auth.Read); err != nil {
+		return nil, err
+	}
+	p, err := page.New(req.Params.Page, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := h.templateStore().List(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListTemplates200JSONResponse{Data: make([]api.Template, len(list)), Meta: p.Meta(total)}
+	for i := range list {
+		if out.Data[i], err = templateJSON(&list[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// GetTemplate is GET /templates/{id}.
+func (h *Handlers) GetTemplate(ctx context.Context, req api.GetTemplateRequestObject) (api.GetTemplateResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeTemplatesRead, auth.Read); err != nil {
+		return nil, err
+	}
+	t, err := h.templateStore().Get(ctx, nil, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	body, err := templateJSON(t)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetTemplate200JSONResponse(body), nil
+}
+
+// CreateTemplate is POST /templates (admins).
+func (h *Handlers) CreateTemplate(ctx context.Context, req api.CreateTemplateRequestObject) (api.CreateTemplateResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeTemplatesWrite, auth.Admin); err != nil {
+		return nil, err
+	}
+	in, err := templateInput(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	t, err := h.templateStore().Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	body, err := templateJSON(t)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateTemplate201JSONResponse(body), nil
+}
+
+// UpdateTemplate is PUT /templates/{id} (admins): 200 when changed in place
+// (or unchanged), 201 with the new version when the template is in use.
+func (h *Handlers) UpdateTemplate(ctx context.Context, req api.UpdateTemplateRequestObject) (api.UpdateTemplateResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeTemplatesWrite, auth.Admin); err != nil {
+		return nil, err
+	}
+	in, err := templateInput(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	t, created, err := h.templateStore().Update(ctx, req.Id, in)
+	if err != nil {
+		return nil, err
+	}
+	body, err := templateJSON(t)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		return api.UpdateTemplate201JSONResponse(body), nil
+	}
+	return api.UpdateTemplate200JSONResponse(body), nil
+}
+
+// templateInput converts the request body. Options pass through JSON into
+// fieldtype.Options, whose strict decoder is the one definition of them.
+func templateInput(b *api.TemplateInput) (templates.Input, error) {
+	in := templates.Input{Name: b.Name, Fields: make([]templates.FieldInput, len(b.Fields))}
+	fe := apperr.FieldErrors{}
+	for i, f := range b.Fields {
+		fi := templates.FieldInput{Key: f.Key, Name: f.Name, Type: fieldtype.Type(f.Type), Source: string(f.Source)}
+		if f.Options != nil {
+			raw, err := json.Marshal(f.Options)
+			if err != nil {
+				return in, fmt.Errorf("encode options: %w", err)
+			}
+			var o fieldtype.Options
+			if err := json.Unmarshal(raw, &o); err != nil {
+				fe.Add("fields["+strconv.Itoa(i)+"].options", err.Error())
+			}
+			fi.Options = &o
+		}
+		in.Fields[i] = fi
+	}
+	return in, fe.Err(apperr.Invalid, "The template is invalid.")
+}
+
+func templateJSON(t *templates.Template) (api.Template, error) {
+	out := api.Template{
+		Id: t.ID, Name: t.Name, Version: t.Version, PreviousVersionId: t.PreviousVersionID,
+		InUse: t.InUse, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(),
+		Fields: make([]api.TemplateField, len(t.Fields)),
+	}
+	for i := range t.Fields {
+		f := &t.Fields[i]
+		tf := api.TemplateField{
+			Id: f.ID, Key: f.Key, Name: f.Name, Type: api.FieldType(f.Type),
+			Source: api.FieldSource(f.Source), ExternalDataField: f.External(),
+		}
+		if f.Options != nil {
+			var o api.FieldOptions
+			if err := json.Unmarshal([]byte(*f.Options), &o); err != nil {
+				return out, fmt.Errorf("template %d field %d: stored options: %w", t.ID, f.ID, err)
+			}
+			tf.Options = &o
+		}
+		out.Fields[i] = tf
+	}
+	return out, nil
+}
