@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
@@ -47,6 +49,13 @@ type Deps struct {
 	Logger  *slog.Logger
 	Tenants TenantResolver
 	Auth    Authenticator
+
+	// Outbox records webhook events in business transactions (acts, fetch
+	// requests). Nil means one built from Config (WebhookAllowPrivate).
+	Outbox *outbox.Outbox
+	// Now is the clock of the acts and fetch flow (tests inject one to
+	// expire fetch requests). Nil means time.Now.
+	Now func() time.Time
 
 	// Routes lets capabilities outside this package (the OAuth endpoints and
 	// pages, …) register their own routes on the tenant-scoped echo instance.
