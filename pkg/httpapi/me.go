@@ -1,0 +1,37 @@
+package httpapi
+
+import (
+	"context"
+
+	openapi_types "github.com/oapi-codegen/runtime/types"
+
+	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/users"
+)
+
+// GetMe returns the user the bearer token was issued for. It needs no
+// scope: any valid access token may ask who it belongs to. A token whose
+// user was deleted meanwhile is no longer valid (401).
+func (h *Handlers) GetMe(ctx context.Context, _ api.GetMeRequestObject) (api.GetMeResponseObject, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return nil, apperr.E(apperr.Unauthenticated, "authentication required")
+	}
+	u, err := users.NewStore(h.deps.DB).Get(ctx, p.UserID)
+	if apperr.Is(err, apperr.NotFound) {
+		return nil, apperr.E(apperr.Unauthenticated, "the access token's user no longer exists")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return api.GetMe200JSONResponse{Body: api.Me{
+		Id:           u.ID,
+		Email:        openapi_types.Email(u.Email),
+		Name:         u.Name,
+		Role:         api.Role(u.Role),
+		Organization: tenant.MustFromContext(ctx).Slug,
+	}}, nil
+}

@@ -1,0 +1,203 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// App limits.
+const (
+	maxAppName      = 200
+	maxRedirectURIs = 10
+	maxRedirectURI  = 2000
+)
+
+// App is a registered app as shown to its admins (never with its secret).
+type App = store.Client
+
+// newClientID returns "app_" + 16 random bytes in hex.
+func newClientID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return "app_" + hex.EncodeToString(b[:])
+}
+
+// NewSecret returns a client secret: 32 random bytes, URL-safe base64.
+func NewSecret() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// ValidateApp checks an app's name, redirect URIs and scopes and returns
+// them normalized (trimmed, deduplicated); scopes default to all scopes.
+// Failures are apperr.Invalid with field messages.
+func ValidateApp(name string, redirectURIs, scopes []string) (string, []string, []string, error) {
+	fe := apperr.FieldErrors{}
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		fe.Add("name", "is required")
+	case utf8.RuneCountInString(name) > maxAppName:
+		fe.Add("name", fmt.Sprintf("must be at most %d characters", maxAppName))
+	}
+	var uris []string
+	for _, u := range redirectURIs {
+		u = strings.TrimSpace(u)
+		if u == "" || slices.Contains(uris, u) {
+			continue
+		}
+		if msg := checkRedirectURI(u); msg != "" {
+			fe.Add("redirect_uris", fmt.Sprintf("%q %s", u, msg))
+			continue
+		}
+		uris = append(uris, u)
+	}
+	if len(uris) == 0 && fe["redirect_uris"] == nil {
+		fe.Add("redirect_uris", "at least one redirect URI is required")
+	}
+	if len(uris) > maxRedirectURIs {
+		fe.Add("redirect_uris", fmt.Sprintf("at most %d redirect URIs", maxRedirectURIs))
+	}
+	var scs []string
+	for _, sc := range scopes {
+		for _, f := range strings.Fields(sc) {
+			if !slices.Contains(auth.AllScopes, f) {
+				fe.Add("scopes", fmt.Sprintf("unknown scope %q", f))
+				continue
+			}
+			if !slices.Contains(scs, f) {
+				scs = append(scs, f)
+			}
+		}
+	}
+	if len(scs) == 0 && fe["scopes"] == nil {
+		scs = slices.Clone(auth.AllScopes)
+	}
+	if err := fe.Err(apperr.Invalid, "invalid app"); err != nil {
+		return "", nil, nil, err
+	}
+	return name, uris, scs, nil
+}
+
+// checkRedirectURI returns why u cannot be a redirect URI, or "". HTTPS is
+// required except for loopback addresses (native apps, RFC 8252).
+func checkRedirectURI(u string) string {
+	if len(u) > maxRedirectURI {
+		return fmt.Sprintf("is longer than %d characters", maxRedirectURI)
+	}
+	p, err := url.Parse(u)
+	if err != nil || !p.IsAbs() || p.Host == "" || p.Opaque != "" {
+		return "is not an absolute URL"
+	}
+	if p.Fragment != "" || strings.Contains(u, "#") {
+		return "must not contain a fragment"
+	}
+	if p.User != nil {
+		return "must not contain credentials"
+	}
+	switch p.Scheme {
+	case "https":
+	case "http":
+		h := p.Hostname()
+		if ip := net.ParseIP(h); !(h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && ip.IsLoopback()) {
+			return "must use https (http only for loopback addresses)"
+		}
+	default:
+		return "must use https"
+	}
+	return ""
+}
+
+// CreateApp registers an app in tenant tenantID and returns its client id
+// and secret. The secret is not stored (only its SHA-256), so this is the
+// only time it is available. The CLI (`finsvc app create`) and demo
+// seeding call it; the developer page goes through CreateAppCtx.
+func CreateApp(ctx context.Context, d *db.DB, tenantID int64, name string, redirectURIs, scopes []string) (clientID, secret string, err error) {
+	return CreateAppCtx(tenant.NewContext(ctx, &tenant.Tenant{ID: tenantID}), d, nil, name, redirectURIs, scopes)
+}
+
+// CreateAppCtx is CreateApp for the tenant in ctx; createdBy is the admin
+// who registered it (nil from the CLI).
+func CreateAppCtx(ctx context.Context, d *db.DB, createdBy *int64, name string, redirectURIs, scopes []string) (clientID, secret string, err error) {
+	name, uris, scs, err := ValidateApp(name, redirectURIs, scopes)
+	if err != nil {
+		return "", "", err
+	}
+	uj, err := json.Marshal(uris)
+	if err != nil {
+		return "", "", fmt.Errorf("oauth: encode redirect URIs: %w", err)
+	}
+	secret = NewSecret()
+	c := &store.Client{
+		TenantID: tenant.ID(ctx), ID: newClientID(), Name: name, SecretHash: store.HashSecret(secret),
+		RedirectURIs: string(uj), Scopes: strings.Join(scs, " "), CreatedBy: createdBy,
+	}
+	if err := d.DB.WithContext(ctx).Create(c).Error; err != nil {
+		if db.IsForeignKeyViolation(err) {
+			return "", "", apperr.E(apperr.NotFound, "tenant not found")
+		}
+		return "", "", fmt.Errorf("oauth: create app: %w", err)
+	}
+	return c.ID, secret, nil
+}
+
+// ListApps returns the apps of the tenant in ctx, by name.
+func ListApps(ctx context.Context, d *db.DB) ([]App, error) {
+	var apps []App
+	if err := tenant.Scope(ctx, d.DB).Order("name, id").Find(&apps).Error; err != nil {
+		return nil, fmt.Errorf("oauth: list apps: %w", err)
+	}
+	return apps, nil
+}
+
+// RotateSecret gives the app a new secret and returns it (shown once).
+// The old secret stops working at once; issued tokens stay valid.
+func RotateSecret(ctx context.Context, d *db.DB, clientID string) (string, error) {
+	secret := NewSecret()
+	res := tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", clientID).
+		Updates(map[string]any{"secret_hash": store.HashSecret(secret), "updated_at": d.NowFunc()})
+	if res.Error != nil {
+		return "", fmt.Errorf("oauth: rotate secret: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return "", apperr.E(apperr.NotFound, "app not found")
+	}
+	return secret, nil
+}
+
+// DeleteApp deletes the app; its codes, tokens and consents go with it
+// (foreign keys cascade).
+func DeleteApp(ctx context.Context, d *db.DB, clientID string) error {
+	return d.Tx(ctx, func(tx *gorm.DB) error {
+		res := tenant.Scope(ctx, tx).Where("id = ?", clientID).Delete(&store.Client{})
+		if res.Error != nil {
+			return fmt.Errorf("oauth: delete app: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return apperr.E(apperr.NotFound, "app not found")
+		}
+		return nil
+	})
+}

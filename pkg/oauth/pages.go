@@ -1,0 +1,301 @@
+package oauth
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/users"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+func parsePages() (*template.Template, error) {
+	t, err := template.ParseFS(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("oauth: parse page templates: %w", err)
+	}
+	return t, nil
+}
+
+// Routes registers the OAuth endpoints and pages; wire it as an
+// httpapi.Deps.Routes entry (tenant resolution has run before them).
+func (s *Service) Routes(e *echo.Echo) {
+	e.GET("/oauth/authorize", s.handleAuthorize)
+	e.POST("/oauth/authorize", s.handleConsent)
+	e.POST("/api/oauth/token", s.handleToken)
+	e.POST("/api/oauth/revoke", s.handleRevoke)
+	e.GET("/login", s.handleLoginPage)
+	e.POST("/login", s.handleLogin)
+	e.POST("/logout", s.handleLogout)
+	e.GET("/developer/my-apps", s.handleApps)
+	e.POST("/developer/my-apps", s.handleCreateApp)
+	e.POST("/developer/my-apps/:id/rotate", s.handleRotateApp)
+	e.POST("/developer/my-apps/:id/delete", s.handleDeleteApp)
+	e.GET("/account/apps", s.handleAccount)
+	e.POST("/account/apps/:id/revoke", s.handleRevokeApp)
+}
+
+// page is the data of every page.
+type page struct {
+	Title      string
+	Tenant     string
+	User       *users.User
+	LogoutCSRF string
+	CSRF       string
+	Message    string
+
+	// login
+	Next, Email string
+	// consent
+	AppName string
+	Scopes  []string
+	Params  []param
+	// developer apps
+	Apps      []store.Client
+	AllScopes []string
+	Created   *createdApp
+	// account
+	Authorized []store.AuthorizedApp
+}
+
+type param struct{ Name, Value string }
+
+type createdApp struct{ Name, ClientID, Secret string }
+
+func (s *Service) render(c echo.Context, status int, name string, p *page) error {
+	ctx := c.Request().Context()
+	p.Tenant = tenant.MustFromContext(ctx).Slug
+	if p.User != nil {
+		p.LogoutCSRF = s.csrfToken(ctx, s.csrfSeed(c), "logout", "")
+	}
+	var buf bytes.Buffer
+	if err := s.pages.ExecuteTemplate(&buf, name, p); err != nil {
+		return fmt.Errorf("oauth: render %s: %w", name, err)
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY") // no clickjacking of the consent page
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+func (s *Service) errorPage(c echo.Context, status int, title, msg string) error {
+	return s.render(c, status, "error", &page{Title: title, Message: msg})
+}
+
+// safeNext keeps post-login redirects on this host: a local absolute path.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/account/apps"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" {
+		return "/account/apps"
+	}
+	return next
+}
+
+func loginRedirect(c echo.Context, next string) error {
+	return c.Redirect(http.StatusFound, "/login?next="+url.QueryEscape(next))
+}
+
+func (s *Service) handleLoginPage(c echo.Context) error {
+	u, err := s.currentUser(c)
+	if err != nil {
+		return err
+	}
+	next := safeNext(c.QueryParam("next"))
+	if u != nil {
+		return c.Redirect(http.StatusSeeOther, next)
+	}
+	ctx := c.Request().Context()
+	return s.render(c, http.StatusOK, "login", &page{Title: "Sign in", Next: next,
+		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+}
+
+func (s *Service) handleLogin(c echo.Context) error {
+	ctx := c.Request().Context()
+	next := safeNext(c.FormValue("next"))
+	if !s.checkCSRF(c, "login", "") {
+		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
+	}
+	email := c.FormValue("email")
+	u, err := s.users.Authenticate(ctx, email, c.FormValue("password"))
+	if apperr.Is(err, apperr.Unauthenticated) {
+		return s.render(c, http.StatusUnauthorized, "login", &page{Title: "Sign in", Next: next, Email: email,
+			Message: "Invalid email or password.", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.startSession(c, u.ID); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+func (s *Service) handleLogout(c echo.Context) error {
+	if !s.checkCSRF(c, "logout", "") {
+		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	}
+	if err := s.endSession(c); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// requireUser returns the signed-in user, or writes a redirect to the
+// login page (returning nil user).
+func (s *Service) requireUser(c echo.Context, back string) (*users.User, error) {
+	u, err := s.currentUser(c)
+	if err != nil || u != nil {
+		return u, err
+	}
+	return nil, loginRedirect(c, back)
+}
+
+// requireAdmin is requireUser plus the admin role (apps are admin-only,
+// DESIGN section 3).
+func (s *Service) requireAdmin(c echo.Context) (*users.User, bool, error) {
+	u, err := s.requireUser(c, "/developer/my-apps")
+	if u == nil || err != nil {
+		return nil, false, err
+	}
+	if u.Role != auth.RoleAdmin {
+		return u, false, s.errorPage(c, http.StatusForbidden, "Forbidden", "Only admins manage developer apps.")
+	}
+	return u, true, nil
+}
+
+func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string, created *createdApp) error {
+	ctx := c.Request().Context()
+	apps, err := ListApps(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	return s.render(c, status, "apps", &page{Title: "Developer apps", User: u, Apps: apps, AllScopes: auth.AllScopes,
+		Message: msg, Created: created, CSRF: s.csrfToken(ctx, s.csrfSeed(c), "developer", "")})
+}
+
+func (s *Service) handleApps(c echo.Context) error {
+	u, ok, err := s.requireAdmin(c)
+	if !ok || err != nil {
+		return err
+	}
+	return s.appsPage(c, u, http.StatusOK, "", nil)
+}
+
+func (s *Service) handleCreateApp(c echo.Context) error {
+	u, ok, err := s.requireAdmin(c)
+	if !ok || err != nil {
+		return err
+	}
+	if !s.checkCSRF(c, "developer", "") {
+		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	}
+	form, _ := c.FormParams()
+	name := form.Get("name")
+	uris := strings.Split(strings.ReplaceAll(form.Get("redirect_uris"), "\r", ""), "\n")
+	id, secret, err := CreateAppCtx(c.Request().Context(), s.db, &u.ID, name, uris, form["scopes"])
+	if apperr.Is(err, apperr.Invalid) {
+		return s.appsPage(c, u, http.StatusBadRequest, describe(err), nil)
+	}
+	if err != nil {
+		return err
+	}
+	return s.appsPage(c, u, http.StatusCreated, "", &createdApp{Name: strings.TrimSpace(name), ClientID: id, Secret: secret})
+}
+
+func (s *Service) handleRotateApp(c echo.Context) error {
+	u, ok, err := s.requireAdmin(c)
+	if !ok || err != nil {
+		return err
+	}
+	if !s.checkCSRF(c, "developer", "") {
+		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	}
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	app, err := s.store.Client(ctx, id)
+	if err != nil {
+		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
+	}
+	secret, err := RotateSecret(ctx, s.db, id)
+	if err != nil {
+		return err
+	}
+	return s.appsPage(c, u, http.StatusOK, "", &createdApp{Name: app.Name, ClientID: id, Secret: secret})
+}
+
+func (s *Service) handleDeleteApp(c echo.Context) error {
+	_, ok, err := s.requireAdmin(c)
+	if !ok || err != nil {
+		return err
+	}
+	if !s.checkCSRF(c, "developer", "") {
+		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	}
+	if err := DeleteApp(c.Request().Context(), s.db, c.Param("id")); err != nil && !apperr.Is(err, apperr.NotFound) {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/developer/my-apps")
+}
+
+func (s *Service) handleAccount(c echo.Context) error {
+	u, err := s.requireUser(c, "/account/apps")
+	if u == nil || err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	apps, err := s.store.AuthorizedApps(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	return s.render(c, http.StatusOK, "account", &page{Title: "Authorized apps", User: u, Authorized: apps,
+		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "account", "")})
+}
+
+func (s *Service) handleRevokeApp(c echo.Context) error {
+	u, err := s.requireUser(c, "/account/apps")
+	if u == nil || err != nil {
+		return err
+	}
+	if !s.checkCSRF(c, "account", "") {
+		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	}
+	if err := s.store.RevokeUserApp(c.Request().Context(), u.ID, c.Param("id")); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/account/apps")
+}
+
+// describe flattens an apperr with field messages for a page.
+func describe(err error) string {
+	var ae *apperr.Error
+	if !errors.As(err, &ae) || len(ae.Fields) == 0 {
+		return err.Error()
+	}
+	var parts []string
+	for f, msgs := range ae.Fields {
+		for _, m := range msgs {
+			parts = append(parts, f+": "+m)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}

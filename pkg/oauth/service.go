@@ -1,0 +1,97 @@
+// Package oauth is finsvc's OAuth 2.0 authorization server (DESIGN section
+// 6): fosite composed with only the authorization-code, refresh-token,
+// PKCE (S256), revocation and introspection handlers over the GORM storage
+// in oauth/store; the /oauth/authorize, /api/oauth/token and
+// /api/oauth/revoke endpoints; the login, consent, developer and account
+// pages; and the bearer check of /api/1.0 (AuthenticateBearer).
+package oauth
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/compose"
+	foauth2 "github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/token/hmac"
+
+	"github.com/finsvc/finsvc/pkg/config"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/users"
+)
+
+// MinStateLen is the minimum length of the state parameter.
+const MinStateLen = 8
+
+// SessionTTL is how long a browser login lasts.
+const SessionTTL = 12 * time.Hour
+
+// Service is the authorization server of all tenants. Everything it does
+// is scoped to the tenant in the request context.
+type Service struct {
+	db       *db.DB
+	cfg      *config.Config
+	log      *slog.Logger
+	store    *store.Store
+	users    *users.Store
+	provider fosite.OAuth2Provider
+	strategy *foauth2.HMACSHAStrategy
+	enigma   *hmac.HMACStrategy
+	secret   []byte
+	pages    *template.Template
+	now      func() time.Time
+}
+
+// New builds the service. cfg.Secret must be set (config.ResolveSecret):
+// every tenant's token and CSRF keys derive from it.
+func New(d *db.DB, cfg *config.Config, log *slog.Logger) (*Service, error) {
+	if d == nil || cfg == nil {
+		return nil, errors.New("oauth: database and config are required")
+	}
+	if len(cfg.Secret) < config.MinSecretLen {
+		return nil, fmt.Errorf("oauth: the global secret must be at least %d characters (config.ResolveSecret)", config.MinSecretLen)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	st := store.New(d)
+	fc := &fosite.Config{
+		AccessTokenLifespan:   cfg.AccessTokenTTL,
+		RefreshTokenLifespan:  cfg.RefreshTokenTTL,
+		AuthorizeCodeLifespan: cfg.AuthCodeTTL,
+		// Refresh tokens are issued regardless of scope (DESIGN section 3);
+		// nil would mean "only with offline_access".
+		RefreshTokenScopes:             []string{},
+		MinParameterEntropy:            MinStateLen,
+		ScopeStrategy:                  fosite.ExactScopeStrategy,
+		EnablePKCEPlainChallengeMethod: false, // S256 only
+		ClientSecretsHasher:            store.SecretHasher{},
+		SendDebugMessagesToClients:     false,
+	}
+	keys := &tenantKeys{Config: fc, secret: []byte(cfg.Secret)}
+	enigma := &hmac.HMACStrategy{Config: keys}
+	strategy := foauth2.NewHMACSHAStrategy(enigma, keys)
+	provider := compose.Compose(fc, st, strategy,
+		compose.OAuth2AuthorizeExplicitFactory,
+		compose.OAuth2RefreshTokenGrantFactory,
+		compose.OAuth2PKCEFactory,
+		compose.OAuth2TokenRevocationFactory,
+		compose.OAuth2TokenIntrospectionFactory,
+	)
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		db: d, cfg: cfg, log: log, store: st, users: users.NewStore(d),
+		provider: provider, strategy: strategy, enigma: enigma,
+		secret: []byte(cfg.Secret), pages: pages, now: time.Now,
+	}, nil
+}
+
+// Store returns the fosite storage (tests, maintenance).
+func (s *Service) Store() *store.Store { return s.store }

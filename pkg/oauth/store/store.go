@@ -1,0 +1,376 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/handler/pkce"
+	fstorage "github.com/ory/fosite/storage"
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// Table names of the fosite request kinds.
+const (
+	tableCodes   = "oauth_codes"
+	tableAccess  = "oauth_access_tokens"
+	tableRefresh = "oauth_refresh_tokens"
+	tablePKCE    = "oauth_pkce"
+)
+
+// ErrAlreadyUsed is returned (wrapped with fosite's own sentinel) when an
+// authorization code or refresh token was consumed by a concurrent request
+// between our read and our conditional UPDATE: the loser of the race must
+// see invalid_grant, not a server error.
+var ErrAlreadyUsed = errors.New("oauth store: code or token already used")
+
+// formKeys are the only request parameters persisted: what later steps read
+// (the redirect_uri check at the token endpoint, the PKCE challenge). Codes,
+// tokens, secrets and verifiers from a token request never reach a row.
+var formKeys = []string{"client_id", "redirect_uri", "response_type", "scope", "code_challenge", "code_challenge_method"}
+
+// Store implements the fosite storage interfaces used by the composed
+// handlers (client manager, authorize code, access and refresh tokens,
+// revocation, PKCE) plus storage.Transactional.
+type Store struct {
+	db *db.DB
+}
+
+// New returns a Store over d.
+func New(d *db.DB) *Store { return &Store{db: d} }
+
+var (
+	_ fosite.Storage                = (*Store)(nil)
+	_ oauth2.CoreStorage            = (*Store)(nil)
+	_ oauth2.TokenRevocationStorage = (*Store)(nil)
+	_ pkce.PKCERequestStorage       = (*Store)(nil)
+	_ fstorage.Transactional        = (*Store)(nil)
+)
+
+// request is one row of a fosite request table.
+type request struct {
+	TenantID        int64
+	Signature       string
+	RequestID       string
+	RequestedAt     time.Time
+	ClientID        string
+	UserID          int64
+	Scopes          string
+	GrantedScopes   string
+	FormData        string
+	SessionData     string
+	ExpiresAt       time.Time
+	Active          bool
+	AccessSignature string `gorm:"-"` // refresh tokens only; written explicitly
+}
+
+type txKey struct{}
+
+// BeginTX implements storage.Transactional: it opens a transaction and
+// returns a context carrying it; every store method called with that
+// context runs inside it.
+func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
+	if _, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return ctx, errors.New("oauth store: transaction already open")
+	}
+	tx := s.db.DB.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return ctx, fmt.Errorf("oauth store: begin: %w", tx.Error)
+	}
+	return context.WithValue(ctx, txKey{}, tx), nil
+}
+
+// Commit implements storage.Transactional.
+func (s *Store) Commit(ctx context.Context) error {
+	tx, ok := ctx.Value(txKey{}).(*gorm.DB)
+	if !ok {
+		return errors.New("oauth store: commit without transaction")
+	}
+	if err := tx.Commit().Error; err != nil {
+		return fmt.Errorf("oauth store: commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback implements storage.Transactional.
+func (s *Store) Rollback(ctx context.Context) error {
+	tx, ok := ctx.Value(txKey{}).(*gorm.DB)
+	if !ok {
+		return errors.New("oauth store: rollback without transaction")
+	}
+	if err := tx.Rollback().Error; err != nil && !errors.Is(err, gorm.ErrInvalidTransaction) {
+		return fmt.Errorf("oauth store: rollback: %w", err)
+	}
+	return nil
+}
+
+// conn is the transaction in ctx, or the pool.
+func (s *Store) conn(ctx context.Context) *gorm.DB {
+	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return tx
+	}
+	return s.db.DB
+}
+
+func (s *Store) table(ctx context.Context, name string) *gorm.DB {
+	return tenant.Scope(ctx, s.conn(ctx).Table(name))
+}
+
+// userIDOf reads the resource owner from the fosite session subject.
+func userIDOf(r fosite.Requester) (int64, error) {
+	sess := r.GetSession()
+	if sess == nil {
+		return 0, errors.New("oauth store: request without session")
+	}
+	id, err := strconv.ParseInt(sess.GetSubject(), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("oauth store: session subject %q is not a user id", sess.GetSubject())
+	}
+	return id, nil
+}
+
+func (s *Store) create(ctx context.Context, table, signature string, r fosite.Requester, kind fosite.TokenType, accessSig string) error {
+	uid, err := userIDOf(r)
+	if err != nil {
+		return err
+	}
+	sess, err := json.Marshal(r.GetSession())
+	if err != nil {
+		return fmt.Errorf("oauth store: encode session: %w", err)
+	}
+	form := url.Values{}
+	for _, k := range formKeys {
+		if v := r.GetRequestForm().Get(k); v != "" {
+			form.Set(k, v)
+		}
+	}
+	exp := r.GetSession().GetExpiresAt(kind)
+	if exp.IsZero() {
+		return fmt.Errorf("oauth store: %s without expiry", kind)
+	}
+	row := map[string]any{
+		"tenant_id":      tenant.ID(ctx),
+		"signature":      signature,
+		"request_id":     r.GetID(),
+		"requested_at":   r.GetRequestedAt().UTC(),
+		"client_id":      r.GetClient().GetID(),
+		"user_id":        uid,
+		"scopes":         strings.Join(r.GetRequestedScopes(), " "),
+		"granted_scopes": strings.Join(r.GetGrantedScopes(), " "),
+		"form_data":      form.Encode(),
+		"session_data":   string(sess),
+		"expires_at":     exp.UTC(),
+		"active":         true,
+	}
+	if table == tableRefresh {
+		row["access_signature"] = accessSig
+	}
+	if err := s.conn(ctx).WithContext(ctx).Table(table).Create(row).Error; err != nil {
+		return fmt.Errorf("oauth store: create %s: %w", table, err)
+	}
+	return nil
+}
+
+// get loads a request row and rebuilds the fosite request. It returns the
+// request even when the row is inactive (with errInactive), because fosite
+// needs its id to revoke the family.
+func (s *Store) get(ctx context.Context, table, signature string, session fosite.Session, errInactive error) (fosite.Requester, error) {
+	var row request
+	err := s.table(ctx, table).Where("signature = ?", signature).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fosite.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oauth store: get %s: %w", table, err)
+	}
+	client, err := s.Client(ctx, row.ClientID)
+	if err != nil {
+		return nil, err // the app was deleted: its tokens are gone too
+	}
+	if session == nil {
+		session = &fosite.DefaultSession{}
+	}
+	if err := json.Unmarshal([]byte(row.SessionData), session); err != nil {
+		return nil, fmt.Errorf("oauth store: decode session: %w", err)
+	}
+	form, err := url.ParseQuery(row.FormData)
+	if err != nil {
+		return nil, fmt.Errorf("oauth store: decode form: %w", err)
+	}
+	req := &fosite.Request{
+		ID:                row.RequestID,
+		RequestedAt:       row.RequestedAt,
+		Client:            client,
+		RequestedScope:    SplitScopes(row.Scopes),
+		GrantedScope:      SplitScopes(row.GrantedScopes),
+		Form:              form,
+		Session:           session,
+		RequestedAudience: fosite.Arguments{},
+		GrantedAudience:   fosite.Arguments{},
+	}
+	if !row.Active && errInactive != nil {
+		return req, errInactive
+	}
+	return req, nil
+}
+
+// deactivate flips active to false for one row, only if it is still
+// active. Zero rows affected means another request consumed it first.
+func (s *Store) deactivate(ctx context.Context, table, signature string) error {
+	res := s.table(ctx, table).Where("signature = ? AND active = ?", signature, true).Update("active", false)
+	if res.Error != nil {
+		return fmt.Errorf("oauth store: deactivate %s: %w", table, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrAlreadyUsed
+	}
+	return nil
+}
+
+func (s *Store) delete(ctx context.Context, table, column, value string) error {
+	if err := s.table(ctx, table).Where(column+" = ?", value).Delete(map[string]any{}).Error; err != nil {
+		return fmt.Errorf("oauth store: delete from %s: %w", table, err)
+	}
+	return nil
+}
+
+// CreateAuthorizeCodeSession implements oauth2.AuthorizeCodeStorage.
+func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, signature string, r fosite.Requester) error {
+	return s.create(ctx, tableCodes, signature, r, fosite.AuthorizeCode, "")
+}
+
+// GetAuthorizeCodeSession implements oauth2.AuthorizeCodeStorage. A used
+// code comes back with fosite.ErrInvalidatedAuthorizeCode and its request,
+// so that fosite revokes the tokens issued for it.
+func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	return s.get(ctx, tableCodes, signature, session, fosite.ErrInvalidatedAuthorizeCode)
+}
+
+// InvalidateAuthorizeCodeSession implements oauth2.AuthorizeCodeStorage
+// with UPDATE … WHERE active: of two concurrent exchanges of one code only
+// one flips the row; the other gets ErrAlreadyUsed and fails (invalid_grant).
+func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature string) error {
+	if err := s.deactivate(ctx, tableCodes, signature); err != nil {
+		if errors.Is(err, ErrAlreadyUsed) {
+			return fmt.Errorf("%w: %w", fosite.ErrInvalidatedAuthorizeCode, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// CreateAccessTokenSession implements oauth2.AccessTokenStorage.
+func (s *Store) CreateAccessTokenSession(ctx context.Context, signature string, r fosite.Requester) error {
+	return s.create(ctx, tableAccess, signature, r, fosite.AccessToken, "")
+}
+
+// GetAccessTokenSession implements oauth2.AccessTokenStorage.
+func (s *Store) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	return s.get(ctx, tableAccess, signature, session, fosite.ErrInactiveToken)
+}
+
+// DeleteAccessTokenSession implements oauth2.AccessTokenStorage.
+func (s *Store) DeleteAccessTokenSession(ctx context.Context, signature string) error {
+	return s.delete(ctx, tableAccess, "signature", signature)
+}
+
+// CreateRefreshTokenSession implements oauth2.RefreshTokenStorage.
+func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature, accessSignature string, r fosite.Requester) error {
+	return s.create(ctx, tableRefresh, signature, r, fosite.RefreshToken, accessSignature)
+}
+
+// GetRefreshTokenSession implements oauth2.RefreshTokenStorage. A rotated
+// (or revoked) refresh token comes back with fosite.ErrInactiveToken and
+// its request: reuse revokes the whole family.
+func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	return s.get(ctx, tableRefresh, signature, session, fosite.ErrInactiveToken)
+}
+
+// DeleteRefreshTokenSession implements oauth2.RefreshTokenStorage.
+func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string) error {
+	return s.delete(ctx, tableRefresh, "signature", signature)
+}
+
+// RotateRefreshToken implements oauth2.RefreshTokenStorage: the used
+// refresh token becomes inactive (kept, so that its reuse is detected) and
+// the access token issued with it is deleted. The conditional UPDATE makes
+// two concurrent refreshes with one token yield one winner.
+func (s *Store) RotateRefreshToken(ctx context.Context, requestID, signature string) error {
+	var accessSig string
+	if err := s.table(ctx, tableRefresh).Where("signature = ?", signature).
+		Pluck("access_signature", &accessSig).Error; err != nil {
+		return fmt.Errorf("oauth store: rotate refresh token: %w", err)
+	}
+	if err := s.deactivate(ctx, tableRefresh, signature); err != nil {
+		if errors.Is(err, ErrAlreadyUsed) {
+			return fmt.Errorf("%w: %w", fosite.ErrInactiveToken, err)
+		}
+		return err
+	}
+	if accessSig != "" {
+		return s.delete(ctx, tableAccess, "signature", accessSig)
+	}
+	return nil
+}
+
+// RevokeRefreshToken implements oauth2.TokenRevocationStorage: every
+// refresh token of the family becomes inactive.
+func (s *Store) RevokeRefreshToken(ctx context.Context, requestID string) error {
+	if err := s.table(ctx, tableRefresh).Where("request_id = ?", requestID).Update("active", false).Error; err != nil {
+		return fmt.Errorf("oauth store: revoke refresh tokens: %w", err)
+	}
+	return nil
+}
+
+// RevokeAccessToken implements oauth2.TokenRevocationStorage: every access
+// token of the family is deleted.
+func (s *Store) RevokeAccessToken(ctx context.Context, requestID string) error {
+	return s.delete(ctx, tableAccess, "request_id", requestID)
+}
+
+// CreatePKCERequestSession implements pkce.PKCERequestStorage.
+func (s *Store) CreatePKCERequestSession(ctx context.Context, signature string, r fosite.Requester) error {
+	return s.create(ctx, tablePKCE, signature, r, fosite.AuthorizeCode, "")
+}
+
+// GetPKCERequestSession implements pkce.PKCERequestStorage.
+func (s *Store) GetPKCERequestSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	return s.get(ctx, tablePKCE, signature, session, nil)
+}
+
+// DeletePKCERequestSession implements pkce.PKCERequestStorage.
+func (s *Store) DeletePKCERequestSession(ctx context.Context, signature string) error {
+	return s.delete(ctx, tablePKCE, "signature", signature)
+}
+
+// RevokeUserApp removes a user's grant to an app: the remembered consent,
+// every access token (deleted) and refresh token (deactivated), and unused
+// codes. Used by /account/apps.
+func (s *Store) RevokeUserApp(ctx context.Context, userID int64, clientID string) error {
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		tctx := context.WithValue(ctx, txKey{}, tx)
+		w := "user_id = ? AND client_id = ?"
+		if err := s.table(tctx, "oauth_consents").Where(w, userID, clientID).Delete(map[string]any{}).Error; err != nil {
+			return fmt.Errorf("oauth store: revoke consent: %w", err)
+		}
+		if err := s.table(tctx, tableAccess).Where(w, userID, clientID).Delete(map[string]any{}).Error; err != nil {
+			return fmt.Errorf("oauth store: revoke access tokens: %w", err)
+		}
+		for _, t := range []string{tableRefresh, tableCodes} {
+			if err := s.table(tctx, t).Where(w, userID, clientID).Update("active", false).Error; err != nil {
+				return fmt.Errorf("oauth store: revoke %s: %w", t, err)
+			}
+		}
+		return nil
+	})
+}

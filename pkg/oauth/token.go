@@ -1,0 +1,208 @@
+package oauth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/ory/fosite"
+
+	"github.com/finsvc/finsvc/pkg/oauth/store"
+)
+
+// tokenResponse is the token endpoint's success body (openapi
+// TokenResponse).
+type tokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int64  `json:"expires_in"`
+	RefreshToken string `json:"refresh_token"`
+	Scope        string `json:"scope"`
+}
+
+// oauthError is the RFC 6749 error body.
+type oauthError struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+// rfcCodes are the error codes the API document lists; anything else
+// fosite produces is mapped onto one of them.
+var rfcCodes = map[string]bool{
+	"invalid_request": true, "invalid_client": true, "invalid_grant": true, "unauthorized_client": true,
+	"unsupported_grant_type": true, "invalid_scope": true, "access_denied": true,
+	"unsupported_token_type": true, "server_error": true, "temporarily_unavailable": true,
+}
+
+// jsonToForm lets the token and revoke endpoints take application/json
+// bodies: fosite reads only forms, so a flat JSON object of strings is
+// re-encoded as a form. Anything else in JSON is an invalid_request.
+func jsonToForm(r *http.Request) *oauthError {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "application/json" {
+		return nil
+	}
+	var body map[string]any
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil {
+		return &oauthError{Error: "invalid_request", Description: "The request body is not a JSON object."}
+	}
+	form := url.Values{}
+	for k, v := range body {
+		switch v := v.(type) {
+		case string:
+			form.Set(k, v)
+		case json.Number:
+			form.Set(k, v.String())
+		case nil:
+		default:
+			return &oauthError{Error: "invalid_request", Description: fmt.Sprintf("The parameter %q must be a string.", k)}
+		}
+	}
+	enc := form.Encode()
+	r.Body = http.NoBody
+	if enc != "" {
+		r.Body = readCloser{strings.NewReader(enc)}
+	}
+	r.ContentLength = int64(len(enc))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return nil
+}
+
+type readCloser struct{ *strings.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// handleToken is POST /api/oauth/token.
+func (s *Service) handleToken(c echo.Context) error {
+	r := c.Request()
+	w := c.Response()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	if e := jsonToForm(r); e != nil {
+		return writeOAuthError(c, http.StatusBadRequest, *e)
+	}
+	if err := r.ParseForm(); err != nil {
+		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The request body could not be parsed."})
+	}
+	// fosite answers invalid_request for a missing grant type and never
+	// emits unsupported_grant_type; the spec wants the latter for both.
+	switch gt := r.PostForm.Get("grant_type"); gt {
+	case "authorization_code", "refresh_token":
+	case "":
+		return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_grant_type", "The grant_type parameter is missing; use authorization_code or refresh_token."})
+	default:
+		return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_grant_type", "Unsupported grant_type; use authorization_code or refresh_token."})
+	}
+	ctx := r.Context()
+	ar, err := s.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
+	if err != nil {
+		return s.writeFositeError(c, err, r)
+	}
+	resp, err := s.provider.NewAccessResponse(ctx, ar)
+	if err != nil {
+		return s.writeFositeError(c, err, r)
+	}
+	out := tokenResponse{
+		AccessToken: resp.GetAccessToken(),
+		TokenType:   strings.ToLower(resp.GetTokenType()),
+		Scope:       strings.Join(ar.GetGrantedScopes(), " "),
+	}
+	m := resp.ToMap()
+	if rt, ok := m["refresh_token"].(string); ok {
+		out.RefreshToken = rt
+	}
+	switch v := m["expires_in"].(type) {
+	case int64:
+		out.ExpiresIn = v
+	case int:
+		out.ExpiresIn = int64(v)
+	case float64:
+		out.ExpiresIn = int64(v)
+	case string:
+		out.ExpiresIn, _ = strconv.ParseInt(v, 10, 64)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleRevoke is POST /api/oauth/revoke (RFC 7009).
+func (s *Service) handleRevoke(c echo.Context) error {
+	r := c.Request()
+	if e := jsonToForm(r); e != nil {
+		return writeOAuthError(c, http.StatusBadRequest, *e)
+	}
+	ctx := r.Context()
+	if err := s.provider.NewRevocationRequest(ctx, r); err != nil {
+		var rfc *fosite.RFC6749Error
+		if errors.As(err, &rfc) {
+			switch rfc.ErrorField {
+			case "invalid_client", "invalid_request", "server_error":
+				return s.writeFositeError(c, err, r)
+			case "unsupported_token_type":
+				return writeOAuthError(c, http.StatusBadRequest, oauthError{"unsupported_token_type", rfc.GetDescription()})
+			}
+		}
+		// RFC 7009 section 2.2: an invalid, unknown or already revoked
+		// token is not an error for the client.
+		if errors.Is(err, fosite.ErrNotFound) || errors.Is(err, fosite.ErrInactiveToken) {
+			return c.NoContent(http.StatusOK)
+		}
+		return s.writeFositeError(c, err, r)
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// writeFositeError renders a fosite error as an RFC 6749 body with a code
+// from the API document's list. Server errors are logged (fosite's debug
+// text names no token values) and answered without detail.
+func (s *Service) writeFositeError(c echo.Context, err error, r *http.Request) error {
+	var rfc *fosite.RFC6749Error
+	if !errors.As(err, &rfc) {
+		rfc = fosite.ErrServerError.WithWrap(err)
+	}
+	code := rfc.ErrorField
+	status := rfc.CodeField
+	desc := rfc.GetDescription()
+	switch {
+	case errors.Is(err, store.ErrAlreadyUsed), errors.Is(err, fosite.ErrInvalidatedAuthorizeCode), errors.Is(err, fosite.ErrInactiveToken):
+		// A concurrent request consumed the code or refresh token first
+		// (fosite reads the code again outside the transaction, and
+		// wraps what it finds as a server error).
+		code, status, desc = "invalid_grant", http.StatusBadRequest, "The authorization code or refresh token was already used."
+	case code == "invalid_client":
+		status = http.StatusUnauthorized
+		if _, _, basic := r.BasicAuth(); basic {
+			c.Response().Header().Set("WWW-Authenticate", `Basic realm="finsvc"`)
+		}
+	case !rfcCodes[code]:
+		// token_inactive, invalid_token (an expired code), … concern the
+		// grant; other non-standard codes are malformed requests.
+		switch code {
+		case "token_inactive", "invalid_token", "token_signature_mismatch", "request_unauthorized", "not_found":
+			code = "invalid_grant"
+		default:
+			code = "invalid_request"
+		}
+		status = http.StatusBadRequest
+	}
+	if code == "server_error" {
+		s.log.ErrorContext(r.Context(), "oauth: server error", "path", r.URL.Path, "error", rfc.Error(), "debug", rfc.Debug(), "cause", fmt.Sprint(rfc.Cause()))
+		status, desc = http.StatusInternalServerError, "The authorization server encountered an unexpected condition."
+	}
+	if status != http.StatusUnauthorized && status != http.StatusInternalServerError {
+		status = http.StatusBadRequest
+	}
+	return writeOAuthError(c, status, oauthError{Error: code, Description: desc})
+}
+
+func writeOAuthError(c echo.Context, status int, e oauthError) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(status, e)
+}
