@@ -19,7 +19,7 @@ func buildHandler(d *db.DB, cfg *config.Config, logger *slog.Logger) (http.Handl
 		Logger:  logger,
 		Tenants: tenant.NewStore(d),
 	}
-	if err := wireOps(&deps, d, cfg, logger); err != nil { // last: wraps deps.Auth
+	if err := wireOps(&deps); err != nil { // last: wraps deps.Auth
 		return nil, err
 	}
 	return httpapi.New(deps)
