@@ -44,6 +44,8 @@ type options struct {
 	cpuProfile  string
 	memProfile  string
 	only        string
+
+	noTokenCache bool
 }
 
 func main() {
@@ -57,6 +59,7 @@ func main() {
 	flag.IntVar(&o.fields, "fields", 50, "fields per bulk PUT")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the full-chain GET by id phases")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile after the GET by id phases")
+	flag.BoolVar(&o.noTokenCache, "no-token-cache", false, "serve without the bearer token cache (the 'before' figure)")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,list,bulk (default all)")
 	flag.Parse()
 	if o.databaseURL == "" {
@@ -89,7 +92,7 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 	if err := d.Migrate(ctx); err != nil {
 		return err
 	}
-	e, err := start(ctx, d, io.Discard)
+	e, err := start(ctx, d, url, !o.noTokenCache, io.Discard)
 	if err != nil {
 		return err
 	}
@@ -97,6 +100,11 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 	if err := e.login(ctx); err != nil {
 		return fmt.Errorf("oauth flow: %w", err)
 	}
+	took, err := e.checkRevocation()
+	if err != nil {
+		return fmt.Errorf("revocation check: %w", err)
+	}
+	fmt.Fprintf(out, "revocation check: a revoked (previously cached) token was refused after %s\n", took.Round(10*time.Microsecond))
 	fmt.Fprintf(out, "seeding %d clients…\n", o.clients)
 	ids, err := e.seedClients(o.clients)
 	if err != nil {
@@ -185,7 +193,7 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, machine(ctx, d))
-	fmt.Fprintf(out, "load: closed loop, %d connections, %s per phase, %d rounds of GET by id (full and baseline alternating)\n\n", o.conc, o.dur, o.rounds)
+	fmt.Fprintf(out, "load: closed loop, %d connections, %s per phase, %d rounds of GET by id (full and baseline alternating); token cache %v\n\n", o.conc, o.dur, o.rounds, !o.noTokenCache)
 	fmt.Fprint(out, table(results))
 	if ratio > 0 {
 		fmt.Fprintf(out, "\nratio full/baseline (req/s, GET by id): %.2f (target ≥ 0.75)\n", ratio)

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -82,6 +83,9 @@ type env struct {
 	BareURL string
 	Token   string
 	stop    []func()
+
+	clientID, secret string
+	browser          *http.Client
 }
 
 func (e *env) Close() {
@@ -91,10 +95,15 @@ func (e *env) Close() {
 }
 
 // start brings up both servers on loopback ports over d.
-func start(ctx context.Context, d *db.DB, logOut io.Writer) (*env, error) {
+// With tokenCache, the server gets its database URL, which lets ops.Wire
+// start the bearer token cache (its LISTEN connection needs the URL).
+func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut io.Writer) (*env, error) {
 	e := &env{DB: d}
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"
+	if tokenCache {
+		cfg.DatabaseURL = dbURL
+	}
 	cfg.Secret = "bench-secret-" + randHex(24)
 	// The limiter stays in the chain (its cost is part of the full chain)
 	// with a budget the benchmark cannot exhaust.
@@ -185,41 +194,52 @@ func (e *env) login(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create app: %w", err)
 	}
+	e.clientID, e.secret = clientID, secret
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	do := func(method, path string, form url.Values) (int, string, http.Header, error) {
-		var body io.Reader
-		if form != nil {
-			body = strings.NewReader(form.Encode())
-		}
-		req, _ := http.NewRequest(method, e.FullURL+path, body)
-		req.Host = host
-		if form != nil {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return 0, "", nil, err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), resp.Header, nil
-	}
-	code, body, _, err := do("GET", "/login", nil)
+	e.browser = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	code, body, _, err := e.do("GET", "/login", nil)
 	m := csrfRE.FindStringSubmatch(body)
 	if err != nil || code != 200 || m == nil {
 		return fmt.Errorf("login page: %d %v", code, err)
 	}
-	code, body, _, err = do("POST", "/login", url.Values{"csrf_token": {html.UnescapeString(m[1])},
+	code, body, _, err = e.do("POST", "/login", url.Values{"csrf_token": {html.UnescapeString(m[1])},
 		"email": {email}, "password": {password}, "next": {"/account/apps"}})
 	if err != nil || code != http.StatusSeeOther {
 		return fmt.Errorf("login: %d %v %.300s", code, err, body)
 	}
+	e.Token, err = e.authorize()
+	return err
+}
+
+// do sends a browser request (cookies kept, redirects not followed).
+func (e *env) do(method, path string, form url.Values) (int, string, http.Header, error) {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, e.FullURL+path, body)
+	req.Host = host
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := e.browser.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header, nil
+}
+
+// authorize runs consent and the code exchange (signed in) for a new access
+// token.
+func (e *env) authorize() (string, error) {
+	do, clientID, secret := e.do, e.clientID, e.secret
 	params := url.Values{"client_id": {clientID}, "redirect_uri": {redirect}, "response_type": {"code"},
 		"state": {"bench-" + randHex(6)}, "scope": {strings.Join(auth.AllScopes, " ")}}
 	code, body, hdr, err := do("GET", "/oauth/authorize?"+params.Encode(), nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if code == 200 {
 		form := url.Values{}
@@ -231,30 +251,72 @@ func (e *env) login(ctx context.Context) error {
 		form.Set("decision", "allow")
 		code, body, hdr, err = do("POST", "/oauth/authorize", form)
 		if err != nil {
-			return err
+			return "", err
 		}
 	}
 	if code != http.StatusFound {
-		return fmt.Errorf("consent: %d %.300s", code, body)
+		return "", fmt.Errorf("consent: %d %.300s", code, body)
 	}
 	loc, _ := url.Parse(hdr.Get("Location"))
 	authCode := loc.Query().Get("code")
 	if authCode == "" {
-		return fmt.Errorf("no code in %s", hdr.Get("Location"))
+		return "", fmt.Errorf("no code in %s", hdr.Get("Location"))
 	}
 	code, body, _, err = do("POST", "/api/oauth/token", url.Values{"grant_type": {"authorization_code"},
 		"client_id": {clientID}, "client_secret": {secret}, "redirect_uri": {redirect}, "code": {authCode}})
 	if err != nil || code != 200 {
-		return fmt.Errorf("token: %d %v %.300s", code, err, body)
+		return "", fmt.Errorf("token: %d %v %.300s", code, err, body)
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}
 	if err := json.Unmarshal([]byte(body), &tok); err != nil || tok.AccessToken == "" {
-		return fmt.Errorf("token response: %.300s", body)
+		return "", fmt.Errorf("token response: %.300s", body)
 	}
-	e.Token = tok.AccessToken
-	return nil
+	return tok.AccessToken, nil
+}
+
+// checkRevocation proves that the token cache does not outlive a
+// revocation: a second token is used (and so cached), revoked through
+// /api/oauth/revoke, and must be refused at once. It returns how long the
+// refusal took to appear.
+func (e *env) checkRevocation() (time.Duration, error) {
+	tok, err := e.authorize()
+	if err != nil {
+		return 0, err
+	}
+	status := func() (int, error) {
+		req, _ := http.NewRequest("GET", e.FullURL+"/api/1.0/clients?limit=1", nil)
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for range 3 {
+		if c, err := status(); err != nil || c != 200 {
+			return 0, fmt.Errorf("fresh token: %d %v", c, err)
+		}
+	}
+	code, body, _, err := e.do("POST", "/api/oauth/revoke", url.Values{"token": {tok}, "client_id": {e.clientID}, "client_secret": {e.secret}})
+	if err != nil || code != 200 {
+		return 0, fmt.Errorf("revoke: %d %v %.300s", code, err, body)
+	}
+	t0 := time.Now()
+	for time.Since(t0) < 2*time.Second {
+		c, err := status()
+		if err != nil {
+			return 0, err
+		}
+		if c == http.StatusUnauthorized {
+			return time.Since(t0), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0, errors.New("revoked token still accepted after 2s")
 }
 
 // api sends an authenticated JSON request to the full server.
