@@ -35,7 +35,7 @@ func BenchmarkGetClientChain(b *testing.B) {
 			env := apitest.New(b, apitest.WithDB(d),
 				apitest.WithConfig(func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = 1e6, 1_000_000 }),
 				apitest.WithDeps(func(deps *httpapi.Deps) {
-					deps.Tenants = tenant.NewStore(d) // production's cached resolver
+					deps.Tenants = tenant.NewStore(d)                            // production's cached resolver
 					deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) // production's format
 					if _, _, err := ops.Wire(deps); err != nil {
 						b.Fatal(err)
