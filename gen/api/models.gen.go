@@ -800,7 +800,12 @@ type DataPoint struct {
 
 	// Source Where a field's value comes from: `external_data` (an integration fetches it),
 	// a built-in provider the service fills itself (`client.*`, `act.created_at`),
-	// or `manual` (entered by users; not refreshable).
+	// or `manual` (entered by users; not refreshable). `external_data` and `manual`
+	// fit every type; a built-in source must fit the field, or creating the template
+	// is a 400 naming `fields[i].source`: `client.company_name`, `client.org_number`
+	// and `client.country` need `text` (with `max_length` at least 200, 50 and 2);
+	// `client.credit_limit` needs `currency` or `number` with at least 2 decimals
+	// (and, for `number`, no `min`/`max`); `act.created_at` needs `date`.
 	Source FieldSource `json:"source"`
 
 	// SourceValue The value last received from the source (built-in provider or integration).
@@ -996,7 +1001,12 @@ type FieldDefinition struct {
 
 	// Source Where a field's value comes from: `external_data` (an integration fetches it),
 	// a built-in provider the service fills itself (`client.*`, `act.created_at`),
-	// or `manual` (entered by users; not refreshable).
+	// or `manual` (entered by users; not refreshable). `external_data` and `manual`
+	// fit every type; a built-in source must fit the field, or creating the template
+	// is a 400 naming `fields[i].source`: `client.company_name`, `client.org_number`
+	// and `client.country` need `text` (with `max_length` at least 200, 50 and 2);
+	// `client.credit_limit` needs `currency` or `number` with at least 2 decimals
+	// (and, for `number`, no `min`/`max`); `act.created_at` needs `date`.
 	Source FieldSource `json:"source"`
 
 	// TemplateFieldId The template field id.
@@ -1045,7 +1055,12 @@ type FieldOptions struct {
 
 // FieldSource Where a field's value comes from: `external_data` (an integration fetches it),
 // a built-in provider the service fills itself (`client.*`, `act.created_at`),
-// or `manual` (entered by users; not refreshable).
+// or `manual` (entered by users; not refreshable). `external_data` and `manual`
+// fit every type; a built-in source must fit the field, or creating the template
+// is a 400 naming `fields[i].source`: `client.company_name`, `client.org_number`
+// and `client.country` need `text` (with `max_length` at least 200, 50 and 2);
+// `client.credit_limit` needs `currency` or `number` with at least 2 decimals
+// (and, for `number`, no `min`/`max`); `act.created_at` needs `date`.
 type FieldSource string
 
 // FieldType The field type; it determines the value format (values are always strings):
@@ -1227,7 +1242,12 @@ type TemplateField struct {
 
 	// Source Where a field's value comes from: `external_data` (an integration fetches it),
 	// a built-in provider the service fills itself (`client.*`, `act.created_at`),
-	// or `manual` (entered by users; not refreshable).
+	// or `manual` (entered by users; not refreshable). `external_data` and `manual`
+	// fit every type; a built-in source must fit the field, or creating the template
+	// is a 400 naming `fields[i].source`: `client.company_name`, `client.org_number`
+	// and `client.country` need `text` (with `max_length` at least 200, 50 and 2);
+	// `client.credit_limit` needs `currency` or `number` with at least 2 decimals
+	// (and, for `number`, no `min`/`max`); `act.created_at` needs `date`.
 	Source FieldSource `json:"source"`
 
 	// Type The field type; it determines the value format (values are always strings):
@@ -1251,7 +1271,12 @@ type TemplateFieldInput struct {
 
 	// Source Where a field's value comes from: `external_data` (an integration fetches it),
 	// a built-in provider the service fills itself (`client.*`, `act.created_at`),
-	// or `manual` (entered by users; not refreshable).
+	// or `manual` (entered by users; not refreshable). `external_data` and `manual`
+	// fit every type; a built-in source must fit the field, or creating the template
+	// is a 400 naming `fields[i].source`: `client.company_name`, `client.org_number`
+	// and `client.country` need `text` (with `max_length` at least 200, 50 and 2);
+	// `client.credit_limit` needs `currency` or `number` with at least 2 decimals
+	// (and, for `number`, no `min`/`max`); `act.created_at` needs `date`.
 	Source FieldSource `json:"source"`
 
 	// Type The field type; it determines the value format (values are always strings):

@@ -59,6 +59,9 @@ type DataPoint struct {
 	SourceValue     *string
 	Revision        int64 `gorm:"not null"`
 	UpdatedAt       time.Time
+	// LastFetchRequestID is the most recent fetch request that selected the
+	// data point (set by each new request, under the act's lock).
+	LastFetchRequestID *string
 }
 
 // TableName pins the table.

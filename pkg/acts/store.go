@@ -14,6 +14,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
@@ -205,9 +206,9 @@ func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error)
 }
 
 // LatestFetch returns, in one query, the most recent fetch of each data
-// point of the act (only of ids, when given) with expiry derived at now.
-// "Most recent" orders requests by requested_at, then by id: request ids are
-// UUIDv7, time-ordered, so two requests in the same microsecond still sort.
+// point of the act (only of ids, when given) with expiry derived at now. It
+// follows each data point's last_fetch_request_id, so its cost does not grow
+// with the act's fetch history.
 func LatestFetch(ctx context.Context, q *gorm.DB, actUUID string, ids []int64, now time.Time) (map[int64]*FetchState, error) {
 	type row struct {
 		DataPointID    int64
@@ -216,17 +217,17 @@ func LatestFetch(ctx context.Context, q *gorm.DB, actUUID string, ids []int64, n
 		Error          *string
 		ExpiresAt      time.Time
 	}
-	sub := tenant.Scope(ctx, q.Table("fetch_request_fields")).
-		Select(`fetch_request_fields.data_point_id, fetch_request_fields.fetch_request_id,
-			fetch_request_fields.state, fetch_request_fields.error, r.expires_at,
-			ROW_NUMBER() OVER (PARTITION BY fetch_request_fields.data_point_id ORDER BY r.requested_at DESC, r.id DESC) AS rn`).
-		Joins("JOIN fetch_requests r ON r.tenant_id = fetch_request_fields.tenant_id AND r.id = fetch_request_fields.fetch_request_id").
-		Where("r.act_uuid = ?", actUUID)
+	sel := tenant.Scope(ctx, q.Table("data_points")).
+		Select(`data_points.id AS data_point_id, f.fetch_request_id, f.state, f.error, r.expires_at`).
+		Joins(`JOIN fetch_request_fields f ON f.tenant_id = data_points.tenant_id
+			AND f.fetch_request_id = data_points.last_fetch_request_id AND f.data_point_id = data_points.id`).
+		Joins("JOIN fetch_requests r ON r.tenant_id = f.tenant_id AND r.id = f.fetch_request_id").
+		Where("data_points.act_uuid = ?", actUUID)
 	if ids != nil {
-		sub = sub.Where("fetch_request_fields.data_point_id IN ?", ids)
+		sel = sel.Where("data_points.id IN ?", ids)
 	}
 	var rows []row
-	if err := q.WithContext(ctx).Table("(?) AS latest", sub).Where("rn = 1").Scan(&rows).Error; err != nil {
+	if err := sel.Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("acts: latest fetch states: %w", err)
 	}
 	out := make(map[int64]*FetchState, len(rows))
@@ -246,7 +247,7 @@ type Filter struct {
 }
 
 // List returns a page of acts, newest first, and the total matching.
-func (s *Store) List(ctx context.Context, f Filter, page, limit int) (_ []Act, total int64, err error) {
+func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, total int64, err error) {
 	defer apperr.Wrap(&err, "acts.List")
 	q := tenant.Scope(ctx, s.DB.DB.Model(&Act{}))
 	if f.ClientID != nil {
@@ -259,8 +260,8 @@ func (s *Store) List(ctx context.Context, f Filter, page, limit int) (_ []Act, t
 		return nil, 0, err
 	}
 	var out []Act
-	if total > int64((page-1)*limit) {
-		if err := q.Order("created_at DESC, uuid DESC").Offset((page - 1) * limit).Limit(limit).Find(&out).Error; err != nil {
+	if !pg.Beyond(total) {
+		if err := q.Order("created_at DESC, uuid DESC").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
 			return nil, 0, err
 		}
 	}
@@ -401,7 +402,7 @@ func (s *Store) Delete(ctx context.Context, actUUID string) (err error) {
 }
 
 // History returns a page of the act's history, oldest first.
-func (s *Store) History(ctx context.Context, actUUID string, page, limit int) (_ []HistoryEntry, total int64, err error) {
+func (s *Store) History(ctx context.Context, actUUID string, pg page.Request) (_ []HistoryEntry, total int64, err error) {
 	defer apperr.Wrap(&err, "acts.History(%s)", actUUID)
 	if !validUUID(actUUID) {
 		return nil, 0, notFound()
@@ -418,8 +419,8 @@ func (s *Store) History(ctx context.Context, actUUID string, page, limit int) (_
 		return nil, 0, err
 	}
 	var out []HistoryEntry
-	if total > int64((page-1)*limit) {
-		if err := q.Order("id").Offset((page - 1) * limit).Limit(limit).Find(&out).Error; err != nil {
+	if !pg.Beyond(total) {
+		if err := q.Order("id").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
 			return nil, 0, err
 		}
 	}

@@ -2,6 +2,7 @@ package acts_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"gorm.io/gorm"
@@ -11,6 +12,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
@@ -87,6 +89,50 @@ func TestCreateEventSharesTheTransaction(t *testing.T) {
 		}
 		if len(kinds) != 2 || kinds[0] != outbox.ActCreated || kinds[1] != outbox.ActDuplicated {
 			t.Errorf("events = %v, want [act.created act.duplicated]", kinds)
+		}
+	})
+}
+
+// Listing acts is one count plus one page query, whatever the page size;
+// reading one act is three queries whatever its number of data points.
+func TestListAndGetQueryCount(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, _ := testdb.NewTenant(t, d, "acme")
+		c := actstest.Client(t, d, ctx, "Acme AB")
+		fields := make([]actstest.F, 60)
+		for i := range fields {
+			fields[i] = actstest.F{Key: fmt.Sprintf("f%02d", i), Type: "text", Source: templates.SourceExternalData}
+		}
+		tpl := actstest.Template(t, d, ctx, "T", fields...)
+		p := &auth.Principal{UserID: 1, Role: auth.RoleMember}
+		s := acts.NewStore(d, &outbox.Outbox{})
+		var last *acts.Detail
+		for i := range 30 {
+			a, err := s.Create(ctx, p, c.ID, tpl.ID, fmt.Sprint("act ", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = a
+		}
+		counted, count := d.CountQueries()
+		cs := acts.NewStore(counted, nil)
+		for _, limit := range []int{5, 30} {
+			before := count()
+			list, total, err := cs.List(ctx, acts.Filter{ClientID: &c.ID}, page.Request{Page: 1, Limit: limit})
+			if err != nil || total != 30 || len(list) != limit {
+				t.Fatalf("List(limit %d) = %d of %d, %v", limit, len(list), total, err)
+			}
+			if n := count() - before; n != 2 {
+				t.Errorf("List(limit %d) ran %d queries, want 2", limit, n)
+			}
+		}
+		before := count()
+		got, err := cs.Get(ctx, last.Act.UUID)
+		if err != nil || len(got.Data) != 60 {
+			t.Fatalf("Get = %v, %v", got, err)
+		}
+		if n := count() - before; n != 3 {
+			t.Errorf("Get ran %d queries, want 3", n)
 		}
 	})
 }

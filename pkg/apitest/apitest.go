@@ -77,7 +77,8 @@ func New(t testing.TB, opts ...Option) *Env {
 		DB:      e.DB,
 		Config:  e.Config,
 		Logger:  testdb.Logger(),
-		Tenants: &dbTenants{db: e.DB},
+		// The real resolver, uncached so that tenants created mid-test resolve.
+		Tenants: tenant.NewStore(e.DB, tenant.WithCacheTTL(0)),
 		Auth:    e.Tokens,
 	}
 	for _, h := range e.depsHooks {
@@ -262,22 +263,6 @@ func (r *Response) Err(t testing.TB) api.Error {
 	var e api.Error
 	r.Decode(t, &e)
 	return e
-}
-
-// dbTenants resolves tenants straight from the database (no cache), so tests
-// see tenants they create at once.
-type dbTenants struct{ db *db.DB }
-
-func (d *dbTenants) BySlug(ctx context.Context, slug string) (*tenant.Tenant, error) {
-	var t tenant.Tenant
-	res := d.db.WithContext(ctx).Where("slug = ?", slug).Limit(1).Find(&t)
-	if res.Error != nil {
-		return nil, res.Error
-	}
-	if res.RowsAffected == 0 {
-		return nil, apperr.E(apperr.NotFound, "tenant not found")
-	}
-	return &t, nil
 }
 
 // Tokens is an in-memory Authenticator for handler tests.

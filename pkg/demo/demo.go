@@ -16,8 +16,10 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -54,6 +56,10 @@ type Seeder struct {
 	// Ctx carries the demo tenant once seedTenant has run, so that later
 	// steps can use tenant-scoped stores directly.
 	Ctx context.Context
+	// Templates ("Credit review", "KYC check") and Clients (five) are set
+	// by seedTemplates and seedClients, for the steps that seed acts.
+	Templates []*templates.Template
+	Clients   []*clients.Client
 }
 
 // Step is one seeding step. Steps must be idempotent: `finsvc demo --data
@@ -65,6 +71,9 @@ type Step func(s *Seeder) error
 var steps = []Step{
 	seedTenant,
 	seedAdmin,
+	seedTemplates,
+	seedClients,
+	seedActs,
 }
 
 // Seed creates (or refreshes) the demo tenant and its data in d and returns

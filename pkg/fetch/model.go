@@ -16,8 +16,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 )
 
-// Request is a fetch request (table fetch_requests). Its id is a UUIDv7, so
-// requests sort by creation even within one microsecond.
+// Request is a fetch request (table fetch_requests). Its id is a UUIDv7
+// (time-ordered, friendly to the primary key index).
 type Request struct {
 	TenantID            int64  `gorm:"primaryKey;autoIncrement:false"`
 	ID                  string `gorm:"primaryKey"`

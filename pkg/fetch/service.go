@@ -135,6 +135,10 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 			Updates(map[string]any{"state": acts.FetchSuperseded, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("supersede older requests: %w", err)
 		}
+		if err := tenant.Scope(ctx, tx.Table("data_points")).Where("id IN ?", ids).
+			Update("last_fetch_request_id", req.ID).Error; err != nil {
+			return fmt.Errorf("point data points at the request: %w", err)
+		}
 
 		var c clients.Client
 		if builtin {

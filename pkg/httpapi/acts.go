@@ -8,6 +8,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
 )
 
 // Acts: CRUD, finalize, duplicate, history and a client's latest act
@@ -34,35 +35,24 @@ func (h *Handlers) actStore() *acts.Store {
 	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Now: h.clock()}
 }
 
-// actPage resolves the page and limit query parameters (the validator has
-// already enforced their ranges) to DESIGN's defaults: page 1, limit 25.
-func actPage(page *api.Page, limit *api.Limit) (int, int) {
-	p, l := 1, 25
-	if page != nil {
-		p = int(*page)
-	}
-	if limit != nil {
-		l = int(*limit)
-	}
-	return p, l
-}
-
 func (h *Handlers) ListActs(ctx context.Context, req api.ListActsRequestObject) (api.ListActsResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
-	page, limit := actPage(req.Params.Page, req.Params.Limit)
+	pg, err := page.New(req.Params.Page, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
 	f := acts.Filter{ClientID: req.Params.ClientId}
 	if req.Params.Status != nil {
 		s := string(*req.Params.Status)
 		f.Status = &s
 	}
-	list, total, err := h.actStore().List(ctx, f, page, limit)
+	list, total, err := h.actStore().List(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListActs200JSONResponse{Data: make([]api.ActSummary, 0, len(list)),
-		Meta: api.PageMeta{CurrentPage: page, PerPage: limit, Total: total}}
+	out := api.ListActs200JSONResponse{Data: make([]api.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
 		s, err := acts.APISummary(&list[i])
 		if err != nil {
@@ -151,13 +141,15 @@ func (h *Handlers) ListActHistory(ctx context.Context, req api.ListActHistoryReq
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
-	page, limit := actPage(req.Params.Page, req.Params.Limit)
-	list, total, err := h.actStore().History(ctx, req.ActUuid.String(), page, limit)
+	pg, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListActHistory200JSONResponse{Data: make([]api.HistoryEntry, 0, len(list)),
-		Meta: api.PageMeta{CurrentPage: page, PerPage: limit, Total: total}}
+	list, total, err := h.actStore().History(ctx, req.ActUuid.String(), pg)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListActHistory200JSONResponse{Data: make([]api.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
 		e, err := acts.APIHistory(&list[i])
 		if err != nil {

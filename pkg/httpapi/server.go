@@ -63,6 +63,10 @@ type Deps struct {
 	// Middleware is inserted after tenant resolution for every tenant route
 	// (rate limiting, metrics).
 	Middleware []echo.MiddlewareFunc
+
+	// WebhookNotifier wakes the delivery workers when a redelivery is queued
+	// (delivery.Worker.Notifier()); nil means they find it on their next poll.
+	WebhookNotifier outbox.Notifier
 }
 
 // Handlers implements api.StrictServerInterface. Each capability adds its

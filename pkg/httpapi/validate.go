@@ -126,6 +126,16 @@ func collectBody(v *validationError, err error) {
 	}
 	var se *openapi3.SchemaError
 	if errors.As(err, &se) {
+		// allOf (how a nullable $ref is spelled in 3.0) wraps the real
+		// failures, which carry their full paths: report those, so that
+		// clients see fields[0].options.decimals, not fields[0].options.
+		var inner openapi3.MultiError
+		if se.SchemaField == "allOf" && se.Origin != nil && errors.As(se.Origin, &inner) && len(inner) > 0 {
+			for _, e := range inner {
+				collectBody(v, e)
+			}
+			return
+		}
 		field := fieldPath(se.JSONPointer())
 		switch se.SchemaField {
 		case "type", "required", "properties", "additionalProperties", "minProperties", "nullable", "oneOf", "anyOf", "allOf", "not":

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
@@ -312,9 +314,23 @@ func sameContent(t *Template, name string, fields []field) bool {
 		if g.Key != f.Key || g.Name != f.Name || g.Type != string(f.Type) || g.Source != f.Source {
 			return false
 		}
-		if (g.Options == nil) != (f.options == nil) || (g.Options != nil && *g.Options != *f.options) {
+		if (g.Options == nil) != (f.options == nil) || (g.Options != nil && !sameOptions(*g.Options, *f.options)) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameOptions compares stored options JSON with fresh JSON by value: the
+// stored text may come from an older encoding (property order, spacing).
+func sameOptions(stored, fresh string) bool {
+	if stored == fresh {
+		return true
+	}
+	var o fieldtype.Options
+	if err := json.Unmarshal([]byte(stored), &o); err != nil {
+		return false
+	}
+	b, err := json.Marshal(&o)
+	return err == nil && string(b) == fresh
 }

@@ -116,8 +116,8 @@ func TestCreateGetTwoTenants(t *testing.T) {
 		if o := *got.Fields[0].Options; o != `{"max_length":10000}` {
 			t.Errorf("text options = %s", o)
 		}
-		if o := *got.Fields[1].Options; o != `{"decimals":2,"currency":"NOK"}` {
-			t.Errorf("currency options = %s", o)
+		if o, err := got.Fields[1].ParsedOptions(); err != nil || *o.Currency != "NOK" || *o.Decimals != 2 || o.MaxLength != nil {
+			t.Errorf("currency options = %s (%v)", *got.Fields[1].Options, err)
 		}
 		if got.Fields[2].Options != nil || got.Fields[3].Options != nil {
 			t.Errorf("date/percentage options = %v, %v; want NULL", got.Fields[2].Options, got.Fields[3].Options)
