@@ -46,6 +46,7 @@ type options struct {
 	only        string
 
 	noTokenCache bool
+	soak         time.Duration
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the full-chain GET by id phases")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile after the GET by id phases")
 	flag.BoolVar(&o.noTokenCache, "no-token-cache", false, "serve without the bearer token cache (the 'before' figure)")
+	flag.DurationVar(&o.soak, "soak", 0, "instead of the benchmark, run a mixed soak load this long (task soak: 5m)")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,list,bulk (default all)")
 	flag.Parse()
 	if o.databaseURL == "" {
@@ -68,7 +70,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := runBench(ctx, o, os.Stdout); err != nil {
+	runner := runBench
+	if o.soak > 0 {
+		if o.soak > 30*time.Minute {
+			fmt.Fprintln(os.Stderr, "bench: -soak is bounded to 30m")
+			os.Exit(2)
+		}
+		runner = runSoak
+	}
+	if err := runner(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

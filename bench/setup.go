@@ -97,7 +97,7 @@ func (e *env) Close() {
 // start brings up both servers on loopback ports over d.
 // With tokenCache, the server gets its database URL, which lets ops.Wire
 // start the bearer token cache (its LISTEN connection needs the URL).
-func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut io.Writer) (*env, error) {
+func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut io.Writer, hooks ...func(*httpapi.Deps)) (*env, error) {
 	e := &env{DB: d}
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"
@@ -123,6 +123,9 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut 
 	}
 	deps := httpapi.Deps{DB: d, Config: cfg, Logger: logger, Tenants: tenant.NewStore(d), Auth: svc,
 		Routes: []func(*echo.Echo){svc.Routes}}
+	for _, h := range hooks {
+		h(&deps)
+	}
 	if _, closeOps, err := ops.Wire(&deps); err != nil {
 		return nil, err
 	} else {
