@@ -58,7 +58,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 500, "clients to seed")
 	flag.IntVar(&o.bulk, "bulk", 200, "bulk PUTs (each needs a prepared act and fetch request)")
 	flag.IntVar(&o.fields, "fields", 50, "fields per bulk PUT")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the full-chain GET by id phases")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first full-chain GET by id round (or, with -only list / -only bulk, of that phase)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile after the GET by id phases")
 	flag.BoolVar(&o.noTokenCache, "no-token-cache", false, "serve without the bearer token cache (the 'before' figure)")
 	flag.DurationVar(&o.soak, "soak", 0, "instead of the benchmark, run a mixed soak load this long (task soak: 5m)")
@@ -194,11 +194,21 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 	if o.want("list") {
 		fmt.Fprintf(out, "list: %s…\n", o.dur)
 		run(ctx, client, list, o.conc, time.Second)
+		stop, err := profileIf(o, "list")
+		if err != nil {
+			return err
+		}
 		results = append(results, run(ctx, client, list, o.conc, o.dur))
+		stop()
 	}
 	if o.want("bulk") {
 		fmt.Fprintf(out, "bulk PUT: %d requests…\n", len(targets))
+		stop, err := profileIf(o, "bulk")
+		if err != nil {
+			return err
+		}
 		results = append(results, run(ctx, client, bulk, o.conc, 10*time.Minute))
+		stop()
 	}
 
 	fmt.Fprintln(out)
@@ -238,4 +248,21 @@ func machine(ctx context.Context, d *db.DB) string {
 	_ = d.WithContext(ctx).Raw("SHOW server_version").Scan(&pg).Error
 	return fmt.Sprintf("machine: %s, %d CPUs (GOMAXPROCS %d), %s %s/%s, PostgreSQL %s on loopback; generator and servers share the machine",
 		cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, pg)
+}
+
+// profileIf starts the CPU profile for a phase run alone (-only list or
+// -only bulk with -cpuprofile); the returned func stops it.
+func profileIf(o options, scenario string) (func(), error) {
+	if o.cpuProfile == "" || o.only != scenario {
+		return func() {}, nil
+	}
+	f, err := os.Create(o.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
