@@ -33,5 +33,8 @@ func buildHandler(d *db.DB, cfg *config.Config, logger *slog.Logger, hooks ...fu
 	for _, h := range hooks {
 		h(&deps)
 	}
+	if err := wireOps(&deps); err != nil { // last: wraps deps.Auth
+		return nil, err
+	}
 	return httpapi.New(deps)
 }

@@ -27,7 +27,7 @@ type deliveries struct {
 // startDeliveries starts the worker. Call it after cfg.ResolveSecret (the
 // signing secrets are sealed under a key derived from it).
 func startDeliveries(ctx context.Context, d *db.DB, cfg *config.Config, logger *slog.Logger) (*deliveries, error) {
-	w, err := delivery.NewWorker(d, cfg, logger)
+	w, err := delivery.NewWorker(d, cfg, logger, deliveryMetrics())
 	if err != nil {
 		return nil, fmt.Errorf("webhook deliveries: %w", err)
 	}

@@ -84,7 +84,10 @@ var operational = map[string]bool{
 	"/healthz": true, "/readyz": true, "/openapi.yaml": true, "/metrics": true, "/docs": true,
 }
 
-func isOperational(c echo.Context) bool { return operational[c.Request().URL.Path] }
+func isOperational(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return operational[p] || strings.HasPrefix(p, "/docs/assets/")
+}
 
 func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/1.0/") }
 
