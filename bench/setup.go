@@ -150,7 +150,7 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut 
 		if err != nil {
 			return c.NoContent(http.StatusBadRequest)
 		}
-		cl, err := store.Get(tenant.NewContext(c.Request().Context(), tn), id)
+		cl, err := store.Get(tenant.NewContext(c.Request().Context(), tn), nil, id)
 		if err != nil {
 			if apperr.Is(err, apperr.NotFound) {
 				return c.NoContent(http.StatusNotFound)
