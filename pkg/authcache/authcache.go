@@ -111,7 +111,13 @@ func (c *Cache) AuthenticateBearer(ctx context.Context, token string) (*auth.Pri
 		}
 		stored := *p
 		stored.Scopes = append([]string(nil), p.Scopes...)
-		c.m[k] = entry{p: stored, exp: now.Add(c.ttl)}
+		// Never past the token's own expiry: a cached answer must not keep
+		// an expired token alive.
+		exp := now.Add(c.ttl)
+		if !p.ExpiresAt.IsZero() && p.ExpiresAt.Before(exp) {
+			exp = p.ExpiresAt
+		}
+		c.m[k] = entry{p: stored, exp: exp}
 	}
 	c.mu.Unlock()
 	return p, nil

@@ -19,10 +19,11 @@ import (
 // fakeAuth accepts tokens in valid (per tenant) and counts calls; block,
 // when set, is waited on before answering.
 type fakeAuth struct {
-	mu    sync.Mutex
-	valid map[string]bool // "tenantID/token"
-	calls atomic.Int64
-	block chan struct{}
+	mu      sync.Mutex
+	valid   map[string]bool // "tenantID/token"
+	calls   atomic.Int64
+	block   chan struct{}
+	expires time.Time // the principal's ExpiresAt
 }
 
 func (f *fakeAuth) set(tenantID int64, tok string, ok bool) {
@@ -45,7 +46,7 @@ func (f *fakeAuth) AuthenticateBearer(ctx context.Context, tok string) (*auth.Pr
 	if !ok {
 		return nil, apperr.E(apperr.Unauthenticated, "invalid")
 	}
-	return &auth.Principal{TenantID: tid, UserID: 7, Role: auth.RoleAdmin, Scopes: []string{"clients:read"}}, nil
+	return &auth.Principal{TenantID: tid, UserID: 7, Role: auth.RoleAdmin, Scopes: []string{"clients:read"}, ExpiresAt: f.expires}, nil
 }
 
 func ctxFor(id int64) context.Context {
@@ -112,6 +113,29 @@ func TestCacheHitsMissesAndBounds(t *testing.T) {
 	c.Invalidate()
 	if _, err := c.AuthenticateBearer(ctxFor(1), "a"); err == nil {
 		t.Fatal("served a revoked token after Invalidate")
+	}
+}
+
+// A cached answer never outlives the token: an entry for a token expiring
+// within the ttl ends at the token's expiry.
+func TestCacheStopsAtTokenExpiry(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	f := &fakeAuth{valid: map[string]bool{}, expires: now.Add(3 * time.Second)}
+	f.set(1, "tok", true)
+	c := New(f, 10*time.Second, 100)
+	c.now = func() time.Time { return now }
+	c.SetLive(true)
+	if _, err := c.AuthenticateBearer(ctxFor(1), "tok"); err != nil {
+		t.Fatal(err)
+	}
+	f.set(1, "tok", false) // the inner check now refuses (expired)
+	now = now.Add(2 * time.Second)
+	if _, err := c.AuthenticateBearer(ctxFor(1), "tok"); err != nil {
+		t.Fatalf("before expiry: %v", err)
+	}
+	now = now.Add(time.Second)
+	if _, err := c.AuthenticateBearer(ctxFor(1), "tok"); !apperr.Is(err, apperr.Unauthenticated) {
+		t.Fatalf("at the token's expiry (within the cache ttl): %v, want unauthenticated", err)
 	}
 }
 
