@@ -85,7 +85,13 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 	if err != nil {
 		return err
 	}
-	h, err := buildHandler(d, cfg, logger)
+	dl, err := startDeliveries(ctx, d, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer dl.Stop()
+	srv.OnShutdown(dl.Stop)
+	h, err := buildHandler(d, cfg, logger, dl.Deps)
 	if err != nil {
 		return fmt.Errorf("build HTTP handler: %w", err)
 	}

@@ -45,13 +45,21 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	if generated {
 		logger.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
 	}
-	h, err := buildHandler(d, cfg, logger)
-	if err != nil {
-		return fmt.Errorf("build HTTP handler: %w", err)
-	}
 	srv, err := server.Listen(cfg, logger)
 	if err != nil {
 		return err
+	}
+	dl, err := startDeliveries(ctx, d, cfg, logger)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	defer dl.Stop()
+	srv.OnShutdown(dl.Stop) // drain deliveries alongside in-flight requests
+	h, err := buildHandler(d, cfg, logger, dl.Deps)
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("build HTTP handler: %w", err)
 	}
 	logger.Info("starting finsvc", "dialect", d.Dialect, "config", cfg)
 	return srv.Serve(ctx, h)

@@ -153,8 +153,9 @@ type ClientInterface interface {
 	// PutActDataWithBody Write several data points at once
 	//
 	// Correlated bulk results are validated together and applied all or
-	// nothing: any invalid item gives 422, any conflicting item gives 409,
-	// and in both cases nothing is applied. Items name a data point by `id`
+	// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+	// that names no fetch request of this act), any conflicting item gives
+	// 409, and in both cases nothing is applied. Items name a data point by `id`
 	// (preferred), `template_field_id` or `template_field_key`. Without
 	// `fetch_request_id` the call is an ordinary update of current values and
 	// `error` items are refused.
@@ -167,8 +168,9 @@ type ClientInterface interface {
 	// PutActData Write several data points at once
 	//
 	// Correlated bulk results are validated together and applied all or
-	// nothing: any invalid item gives 422, any conflicting item gives 409,
-	// and in both cases nothing is applied. Items name a data point by `id`
+	// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+	// that names no fetch request of this act), any conflicting item gives
+	// 409, and in both cases nothing is applied. Items name a data point by `id`
 	// (preferred), `template_field_id` or `template_field_key`. Without
 	// `fetch_request_id` the call is an ordinary update of current values and
 	// `error` items are refused.
@@ -184,10 +186,13 @@ type ClientInterface interface {
 	// request (spec section 3); without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
-	// `value`/`error`, an over-long `error`, or a field outside the request's
-	// external set; 409 when the field is not awaiting, changed since the
+	// `value`/`error`, an over-long `error`, a field outside the request's
+	// external set, or a `fetch_request_id` that names no fetch request of
+	// this act; 409 when the field is not awaiting, changed since the
 	// request, the request expired, or a different result was already
-	// accepted. An identical re-send is accepted again.
+	// accepted. An identical re-send is accepted again. An ordinary edit
+	// increments the field's revision, so a result still pending for that
+	// field is then refused with 409 (changed since the request).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -200,10 +205,13 @@ type ClientInterface interface {
 	// request (spec section 3); without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
-	// `value`/`error`, an over-long `error`, or a field outside the request's
-	// external set; 409 when the field is not awaiting, changed since the
+	// `value`/`error`, an over-long `error`, a field outside the request's
+	// external set, or a `fetch_request_id` that names no fetch request of
+	// this act; 409 when the field is not awaiting, changed since the
 	// request, the request expired, or a different result was already
-	// accepted. An identical re-send is accepted again.
+	// accepted. An identical re-send is accepted again. An ordinary edit
+	// increments the field's revision, so a result still pending for that
+	// field is then refused with 409 (changed since the request).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -740,8 +748,9 @@ func (c *APIClient) UpdateAct(ctx context.Context, actUuid ActUuid, body UpdateA
 // PutActDataWithBody Write several data points at once
 //
 // Correlated bulk results are validated together and applied all or
-// nothing: any invalid item gives 422, any conflicting item gives 409,
-// and in both cases nothing is applied. Items name a data point by `id`
+// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+// that names no fetch request of this act), any conflicting item gives
+// 409, and in both cases nothing is applied. Items name a data point by `id`
 // (preferred), `template_field_id` or `template_field_key`. Without
 // `fetch_request_id` the call is an ordinary update of current values and
 // `error` items are refused.
@@ -764,8 +773,9 @@ func (c *APIClient) PutActDataWithBody(ctx context.Context, actUuid ActUuid, con
 // PutActData Write several data points at once
 //
 // Correlated bulk results are validated together and applied all or
-// nothing: any invalid item gives 422, any conflicting item gives 409,
-// and in both cases nothing is applied. Items name a data point by `id`
+// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+// that names no fetch request of this act), any conflicting item gives
+// 409, and in both cases nothing is applied. Items name a data point by `id`
 // (preferred), `template_field_id` or `template_field_key`. Without
 // `fetch_request_id` the call is an ordinary update of current values and
 // `error` items are refused.
@@ -791,10 +801,13 @@ func (c *APIClient) PutActData(ctx context.Context, actUuid ActUuid, body PutAct
 // request (spec section 3); without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
-// `value`/`error`, an over-long `error`, or a field outside the request's
-// external set; 409 when the field is not awaiting, changed since the
+// `value`/`error`, an over-long `error`, a field outside the request's
+// external set, or a `fetch_request_id` that names no fetch request of
+// this act; 409 when the field is not awaiting, changed since the
 // request, the request expired, or a different result was already
-// accepted. An identical re-send is accepted again.
+// accepted. An identical re-send is accepted again. An ordinary edit
+// increments the field's revision, so a result still pending for that
+// field is then refused with 409 (changed since the request).
 //
 // Takes any type of body and a specified content type.
 //
@@ -817,10 +830,13 @@ func (c *APIClient) PutActDataPointWithBody(ctx context.Context, actUuid ActUuid
 // request (spec section 3); without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
-// `value`/`error`, an over-long `error`, or a field outside the request's
-// external set; 409 when the field is not awaiting, changed since the
+// `value`/`error`, an over-long `error`, a field outside the request's
+// external set, or a `fetch_request_id` that names no fetch request of
+// this act; 409 when the field is not awaiting, changed since the
 // request, the request expired, or a different result was already
-// accepted. An identical re-send is accepted again.
+// accepted. An identical re-send is accepted again. An ordinary edit
+// increments the field's revision, so a result still pending for that
+// field is then refused with 409 (changed since the request).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3672,8 +3688,9 @@ type ClientWithResponsesInterface interface {
 	// PutActDataWithBodyWithResponse Write several data points at once
 	//
 	// Correlated bulk results are validated together and applied all or
-	// nothing: any invalid item gives 422, any conflicting item gives 409,
-	// and in both cases nothing is applied. Items name a data point by `id`
+	// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+	// that names no fetch request of this act), any conflicting item gives
+	// 409, and in both cases nothing is applied. Items name a data point by `id`
 	// (preferred), `template_field_id` or `template_field_key`. Without
 	// `fetch_request_id` the call is an ordinary update of current values and
 	// `error` items are refused.
@@ -3686,8 +3703,9 @@ type ClientWithResponsesInterface interface {
 	// PutActDataWithResponse Write several data points at once
 	//
 	// Correlated bulk results are validated together and applied all or
-	// nothing: any invalid item gives 422, any conflicting item gives 409,
-	// and in both cases nothing is applied. Items name a data point by `id`
+	// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+	// that names no fetch request of this act), any conflicting item gives
+	// 409, and in both cases nothing is applied. Items name a data point by `id`
 	// (preferred), `template_field_id` or `template_field_key`. Without
 	// `fetch_request_id` the call is an ordinary update of current values and
 	// `error` items are refused.
@@ -3703,10 +3721,13 @@ type ClientWithResponsesInterface interface {
 	// request (spec section 3); without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
-	// `value`/`error`, an over-long `error`, or a field outside the request's
-	// external set; 409 when the field is not awaiting, changed since the
+	// `value`/`error`, an over-long `error`, a field outside the request's
+	// external set, or a `fetch_request_id` that names no fetch request of
+	// this act; 409 when the field is not awaiting, changed since the
 	// request, the request expired, or a different result was already
-	// accepted. An identical re-send is accepted again.
+	// accepted. An identical re-send is accepted again. An ordinary edit
+	// increments the field's revision, so a result still pending for that
+	// field is then refused with 409 (changed since the request).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3719,10 +3740,13 @@ type ClientWithResponsesInterface interface {
 	// request (spec section 3); without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
-	// `value`/`error`, an over-long `error`, or a field outside the request's
-	// external set; 409 when the field is not awaiting, changed since the
+	// `value`/`error`, an over-long `error`, a field outside the request's
+	// external set, or a `fetch_request_id` that names no fetch request of
+	// this act; 409 when the field is not awaiting, changed since the
 	// request, the request expired, or a different result was already
-	// accepted. An identical re-send is accepted again.
+	// accepted. An identical re-send is accepted again. An ordinary edit
+	// increments the field's revision, so a result still pending for that
+	// field is then refused with 409 (changed since the request).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8143,8 +8167,9 @@ func (c *ClientWithResponses) UpdateActWithResponse(ctx context.Context, actUuid
 // PutActDataWithBodyWithResponse Write several data points at once
 //
 // Correlated bulk results are validated together and applied all or
-// nothing: any invalid item gives 422, any conflicting item gives 409,
-// and in both cases nothing is applied. Items name a data point by `id`
+// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+// that names no fetch request of this act), any conflicting item gives
+// 409, and in both cases nothing is applied. Items name a data point by `id`
 // (preferred), `template_field_id` or `template_field_key`. Without
 // `fetch_request_id` the call is an ordinary update of current values and
 // `error` items are refused.
@@ -8163,8 +8188,9 @@ func (c *ClientWithResponses) PutActDataWithBodyWithResponse(ctx context.Context
 // PutActDataWithResponse Write several data points at once
 //
 // Correlated bulk results are validated together and applied all or
-// nothing: any invalid item gives 422, any conflicting item gives 409,
-// and in both cases nothing is applied. Items name a data point by `id`
+// nothing: any invalid item gives 422 (as does a `fetch_request_id`
+// that names no fetch request of this act), any conflicting item gives
+// 409, and in both cases nothing is applied. Items name a data point by `id`
 // (preferred), `template_field_id` or `template_field_key`. Without
 // `fetch_request_id` the call is an ordinary update of current values and
 // `error` items are refused.
@@ -8186,10 +8212,13 @@ func (c *ClientWithResponses) PutActDataWithResponse(ctx context.Context, actUui
 // request (spec section 3); without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
-// `value`/`error`, an over-long `error`, or a field outside the request's
-// external set; 409 when the field is not awaiting, changed since the
+// `value`/`error`, an over-long `error`, a field outside the request's
+// external set, or a `fetch_request_id` that names no fetch request of
+// this act; 409 when the field is not awaiting, changed since the
 // request, the request expired, or a different result was already
-// accepted. An identical re-send is accepted again.
+// accepted. An identical re-send is accepted again. An ordinary edit
+// increments the field's revision, so a result still pending for that
+// field is then refused with 409 (changed since the request).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8208,10 +8237,13 @@ func (c *ClientWithResponses) PutActDataPointWithBodyWithResponse(ctx context.Co
 // request (spec section 3); without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
-// `value`/`error`, an over-long `error`, or a field outside the request's
-// external set; 409 when the field is not awaiting, changed since the
+// `value`/`error`, an over-long `error`, a field outside the request's
+// external set, or a `fetch_request_id` that names no fetch request of
+// this act; 409 when the field is not awaiting, changed since the
 // request, the request expired, or a different result was already
-// accepted. An identical re-send is accepted again.
+// accepted. An identical re-send is accepted again. An ordinary edit
+// increments the field's revision, so a result still pending for that
+// field is then refused with 409 (changed since the request).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -8,10 +8,14 @@
 package acts
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/fieldtype"
+	"github.com/finsvc/finsvc/pkg/templates"
 )
 
 // Act statuses.
@@ -55,6 +59,9 @@ type DataPoint struct {
 	SourceValue     *string
 	Revision        int64 `gorm:"not null"`
 	UpdatedAt       time.Time
+	// LastFetchRequestID is the most recent fetch request that selected the
+	// data point (set by each new request, under the act's lock).
+	LastFetchRequestID *string
 }
 
 // TableName pins the table.
@@ -125,3 +132,64 @@ func AppActor(p *auth.Principal) Actor {
 
 // SystemActor is the service itself (built-in provider fields).
 var SystemActor = Actor{Type: ActorSystem, ID: "finsvc"}
+
+// FieldOptions decodes the snapshotted options (nil when the type has none).
+func (d *DataPoint) FieldOptions() (*fieldtype.Options, error) {
+	if d.Options == nil || *d.Options == "" || *d.Options == "null" {
+		return nil, nil
+	}
+	var o fieldtype.Options
+	if err := json.Unmarshal([]byte(*d.Options), &o); err != nil {
+		return nil, fmt.Errorf("acts: data point %d options: %w", d.ID, err)
+	}
+	return &o, nil
+}
+
+// Builtin reports whether the service fills the data point itself.
+func (d *DataPoint) Builtin() bool { return templates.IsBuiltin(d.Source) }
+
+// Refreshable reports whether a fetch request may select the data point
+// (built-in and external fields; manual ones are entered by people).
+func (d *DataPoint) Refreshable() bool { return d.External() || d.Builtin() }
+
+// Fetch states of one field within one fetch request. Expired is never
+// stored: it is derived at read time from the request's expires_at.
+const (
+	FetchAwaiting   = "awaiting"
+	FetchAccepted   = "accepted"
+	FetchFailed     = "failed"
+	FetchExpired    = "expired"
+	FetchSuperseded = "superseded"
+)
+
+// FetchState is a data point's most recent fetch (the DataPointFetch of the
+// API), with expiry already derived.
+type FetchState struct {
+	DataPointID    int64
+	FetchRequestID string
+	State          string
+	Error          *string
+	ExpiresAt      time.Time
+}
+
+// Expired reports whether a request with deadline expiresAt has expired at
+// now. A request expires at expires_at (spec section 3): results must
+// arrive before it.
+func Expired(expiresAt, now time.Time) bool { return !now.Before(expiresAt) }
+
+// DerivedState is the state a stored field state reads as at now: an
+// awaiting field of an expired request reads as expired.
+func DerivedState(stored string, expiresAt, now time.Time) string {
+	if stored == FetchAwaiting && Expired(expiresAt, now) {
+		return FetchExpired
+	}
+	return stored
+}
+
+// Detail is an act with its data points (in position order) and each data
+// point's most recent fetch, keyed by data point id.
+type Detail struct {
+	Act   Act
+	Data  []DataPoint
+	Fetch map[int64]*FetchState
+}

@@ -6,6 +6,7 @@ package auth
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 )
@@ -47,6 +48,9 @@ type Principal struct {
 	Role     string
 	ClientID string   // the OAuth app the token was issued to
 	Scopes   []string // granted scopes
+	// ExpiresAt is when the access token stops being valid (zero: unknown).
+	// Caches of authentication results must not outlive it.
+	ExpiresAt time.Time
 }
 
 // HasScope reports whether the token carries scope s.

@@ -74,6 +74,7 @@ var steps = []Step{
 	seedApp,
 	seedTemplates,
 	seedClients,
+	seedActs,
 }
 
 // Seed creates (or refreshes) the demo tenant and its data in d and returns

@@ -3,6 +3,7 @@ package demo_test
 import (
 	"testing"
 
+	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -63,6 +64,48 @@ func TestSeedTemplatesAndClients(t *testing.T) {
 		}
 		if cl[0].CompanyName != "Nordic Timber AS" || cl[0].CreditLimit.String() != "250000" {
 			t.Fatalf("first client %+v", cl[0])
+		}
+	})
+}
+
+func TestSeedActs(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		cfg := config.Default()
+		cfg.Addr = "127.0.0.1:43210"
+		for run := 0; run < 2; run++ { // the second run must not duplicate
+			if _, err := demo.Seed(t.Context(), d, cfg); err != nil {
+				t.Fatalf("run %d: %v", run, err)
+			}
+		}
+		tn, err := tenant.NewStore(d).BySlug(t.Context(), demo.TenantSlug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := tenant.NewContext(t.Context(), tn)
+		st := acts.NewStore(d, nil)
+		list, total, err := st.List(ctx, acts.Filter{}, page.Request{Page: 1, Limit: 10})
+		if err != nil || total != 3 {
+			t.Fatalf("acts: %d, %v", total, err)
+		}
+		byTitle := map[string]acts.Act{}
+		for _, a := range list {
+			byTitle[a.Title] = a
+		}
+		if byTitle["Credit review 2025"].Status != acts.StatusFinal || byTitle["Credit review 2026"].Status != acts.StatusDraft {
+			t.Errorf("statuses: %+v", byTitle)
+		}
+		a, err := st.Get(ctx, byTitle["Credit review 2025"].UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := map[string]string{}
+		for _, dp := range a.Data {
+			if dp.Value != nil {
+				vals[dp.Key] = *dp.Value
+			}
+		}
+		if vals["rating"] != "A" || vals["company_name"] != "Fjord Shipping ASA" || vals["key_figures"] == "" {
+			t.Errorf("final act values: %v", vals)
 		}
 	})
 }

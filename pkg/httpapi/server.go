@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
@@ -48,19 +50,30 @@ type Deps struct {
 	Tenants TenantResolver
 	Auth    Authenticator
 
+	// Outbox records webhook events in business transactions (acts, fetch
+	// requests). Nil means one built from Config (WebhookAllowPrivate).
+	Outbox *outbox.Outbox
+	// Now is the clock of the acts and fetch flow (tests inject one to
+	// expire fetch requests). Nil means time.Now.
+	Now func() time.Time
+
 	// Routes lets capabilities outside this package (the OAuth endpoints and
 	// pages, …) register their own routes on the tenant-scoped echo instance.
 	Routes []func(e *echo.Echo)
 	// Middleware is inserted after tenant resolution for every tenant route
 	// (rate limiting, metrics).
 	Middleware []echo.MiddlewareFunc
+
+	// WebhookNotifier wakes the delivery workers when a redelivery is queued
+	// (delivery.Worker.Notifier()); nil means they find it on their next poll.
+	WebhookNotifier outbox.Notifier
 }
 
-// Handlers implements api.StrictServerInterface. Each capability adds its
-// operations as methods in its own file; operations not built yet fall
-// through to the embedded unimplemented stubs (501).
+// Handlers implements api.StrictServerInterface, one file per capability
+// (clients.go, acts.go, actdata.go, webhooks.go, …). The assertion below
+// keeps the set complete: an operation added to the spec without a handler
+// fails the build.
 type Handlers struct {
-	unimplemented
 	deps Deps
 }
 
@@ -71,7 +84,10 @@ var operational = map[string]bool{
 	"/healthz": true, "/readyz": true, "/openapi.yaml": true, "/metrics": true, "/docs": true,
 }
 
-func isOperational(c echo.Context) bool { return operational[c.Request().URL.Path] }
+func isOperational(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return operational[p] || strings.HasPrefix(p, "/docs/assets/")
+}
 
 func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/1.0/") }
 

@@ -33,8 +33,7 @@ func TestTenantResolution(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			// /me answers 501 until the OAuth capability lands; what matters
-			// here is that the request got past tenant resolution or not.
+			// What matters is whether the request got past tenant resolution.
 			resp := env.Do(c.host, "GET", "/api/1.0/me", tok, nil)
 			if c.want == http.StatusNotFound {
 				resp.Status(t, http.StatusNotFound)

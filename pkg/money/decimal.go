@@ -30,11 +30,31 @@ func Parse(s string) (Decimal, error) {
 	if len(s) > 100 || !jsonNumber.MatchString(s) {
 		return Decimal{}, fmt.Errorf("%q is not a decimal number", s)
 	}
+	if !strings.ContainsAny(s, "eE") {
+		// Plain decimals (every value read back from the database, most
+		// client input) canonicalize by trimming, without big.Rat: listing
+		// clients scans one per row.
+		return Decimal{s: canonical(s)}, nil
+	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		return Decimal{}, fmt.Errorf("%q is not a decimal number", s)
 	}
 	return FromRat(r), nil
+}
+
+// canonical trims a plain decimal that matched jsonNumber: no trailing
+// fractional zeros, no empty fraction, no negative zero. The grammar already
+// rules out leading zeros in the integer part.
+func canonical(s string) string {
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		s = strings.TrimRight(s, "0")
+		s = strings.TrimSuffix(s, ".")
+	}
+	if s == "-0" {
+		return "0"
+	}
+	return s
 }
 
 // MustParse is Parse for constants; it panics on bad input.

@@ -9,6 +9,7 @@ func TestParse(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"0", "0"}, {"-0", "0"}, {"12", "12"}, {"12.50", "12.5"}, {"-0.01", "-0.01"},
 		{"12345678901234567.89", "12345678901234567.89"},
+		{"-0.00", "0"}, {"100", "100"}, {"100.000", "100"}, {"0.10", "0.1"},
 		{"1e3", "1000"}, {"2.5E-2", "0.025"}, {"1.25e+2", "125"},
 	} {
 		d, err := Parse(c.in)
@@ -23,6 +24,14 @@ func TestParse(t *testing.T) {
 	for _, bad := range []string{"", "+1", ".5", "5.", "1/3", " 1", "1 ", "0x10", "NaN", "Inf", "01", "1e1000", "1e", "--1"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}
+
+func BenchmarkParsePlain(b *testing.B) {
+	for b.Loop() {
+		if _, err := Parse("250000.25"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -72,5 +72,8 @@ func (s *Service) AuthenticateBearer(ctx context.Context, token string) (*auth.P
 		Role:     row.Role,
 		ClientID: row.ClientID,
 		Scopes:   store.SplitScopes(row.GrantedScopes),
+		// Lets the bearer cache (pkg/authcache) stop serving the token the
+		// moment it expires.
+		ExpiresAt: row.ExpiresAt,
 	}, nil
 }

@@ -56,6 +56,12 @@ type Policy struct {
 	AllowHTTP bool
 }
 
+// NotifyChannel is the PostgreSQL NOTIFY channel delivery workers LISTEN on.
+// Emit notifies it inside the business transaction, and PostgreSQL delivers
+// the notification only when (and if) that transaction commits, to every
+// replica.
+const NotifyChannel = "finsvc_deliveries"
+
 // Notifier is told after a commit that deliveries are due, so that workers
 // wake without polling delay. Nil is fine.
 type Notifier interface{ Notify() }
@@ -140,6 +146,11 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (int, error) {
 	}
 	if err := tx.WithContext(ctx).Table("deliveries").Create(rows).Error; err != nil {
 		return 0, fmt.Errorf("outbox: insert %d deliveries: %w", len(rows), err)
+	}
+	if tx.Dialector.Name() == "postgres" {
+		if err := tx.WithContext(ctx).Exec("SELECT pg_notify(?, '')", NotifyChannel).Error; err != nil {
+			return 0, fmt.Errorf("outbox: notify workers: %w", err)
+		}
 	}
 	if o.Notifier != nil {
 		// Wake workers once the transaction commits; before that the rows are

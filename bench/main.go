@@ -1,0 +1,268 @@
+// Command bench is finsvc's load benchmark (`task bench`): it runs the real
+// server (pkg/httpapi with OAuth, metrics, rate limit; pkg/server) and a
+// bare echo baseline in this process over a fresh PostgreSQL database, and
+// drives them from a closed-loop load generator over loopback:
+//
+//   - GET /api/1.0/clients/{id} through the full chain, against a bare echo
+//     handler doing the same single-row query with no middleware, in
+//     alternating rounds of the same run;
+//   - GET /api/1.0/clients?limit=100;
+//   - a correlated bulk PUT of 50 fields (each on its own fresh fetch
+//     request, so every PUT really applies).
+//
+// It prints requests/s, p50 and p99 per scenario and the full/baseline
+// ratio. Counts and durations are bounded by flags; only loopback is used.
+//
+//	FINSVC_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go run ./bench
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/finsvc/finsvc/pkg/db"
+)
+
+type options struct {
+	databaseURL string
+	conc        int
+	dur         time.Duration
+	rounds      int
+	clients     int
+	bulk        int
+	fields      int
+	cpuProfile  string
+	memProfile  string
+	only        string
+
+	noTokenCache bool
+	soak         time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.databaseURL, "database-url", os.Getenv("FINSVC_DATABASE_URL"), "PostgreSQL URL (a fresh database is created next to it and dropped); env FINSVC_DATABASE_URL")
+	flag.IntVar(&o.conc, "c", 16, "concurrent connections")
+	flag.DurationVar(&o.dur, "d", 5*time.Second, "duration of each measured phase")
+	flag.IntVar(&o.rounds, "rounds", 3, "alternating full/baseline rounds of GET by id")
+	flag.IntVar(&o.clients, "clients", 500, "clients to seed")
+	flag.IntVar(&o.bulk, "bulk", 200, "bulk PUTs (each needs a prepared act and fetch request)")
+	flag.IntVar(&o.fields, "fields", 50, "fields per bulk PUT")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the first full-chain GET by id round (or, with -only list / -only bulk, of that phase)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile after the GET by id phases")
+	flag.BoolVar(&o.noTokenCache, "no-token-cache", false, "serve without the bearer token cache (the 'before' figure)")
+	flag.DurationVar(&o.soak, "soak", 0, "instead of the benchmark, run a mixed soak load this long (task soak: 5m)")
+	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,list,bulk (default all)")
+	flag.Parse()
+	if o.databaseURL == "" {
+		fmt.Fprintln(os.Stderr, "bench: set FINSVC_DATABASE_URL (or -database-url) to a PostgreSQL URL")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	runner := runBench
+	if o.soak > 0 {
+		if o.soak > 30*time.Minute {
+			fmt.Fprintln(os.Stderr, "bench: -soak is bounded to 30m")
+			os.Exit(2)
+		}
+		runner = runSoak
+	}
+	if err := runner(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func (o options) want(s string) bool {
+	return o.only == "" || strings.Contains(","+o.only+",", ","+s+",")
+}
+
+func runBench(ctx context.Context, o options, out io.Writer) error {
+	url, drop, err := freshDatabase(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	d, err := db.Open(ctx, url, "", nil)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return err
+	}
+	e, err := start(ctx, d, url, !o.noTokenCache, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if err := e.login(ctx); err != nil {
+		return fmt.Errorf("oauth flow: %w", err)
+	}
+	took, err := e.checkRevocation()
+	if err != nil {
+		return fmt.Errorf("revocation check: %w", err)
+	}
+	fmt.Fprintf(out, "revocation check: a revoked (previously cached) token was refused after %s\n", took.Round(10*time.Microsecond))
+	fmt.Fprintf(out, "seeding %d clients…\n", o.clients)
+	ids, err := e.seedClients(o.clients)
+	if err != nil {
+		return fmt.Errorf("seed clients: %w", err)
+	}
+	var targets []bulkTarget
+	if o.want("bulk") {
+		fmt.Fprintf(out, "preparing %d acts with a %d-field fetch request each…\n", o.bulk, o.fields)
+		if targets, err = e.seedBulk(ctx, ids[0], o.bulk, o.fields); err != nil {
+			return fmt.Errorf("seed bulk: %w", err)
+		}
+	}
+
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: o.conc * 2, MaxIdleConnsPerHost: o.conc * 2, DisableCompression: true,
+		IdleConnTimeout: time.Minute,
+	}}
+	getFull := scenario{Name: "GET /api/1.0/clients/{id} (full chain)", Want: 200, Next: func(i int64) (*http.Request, error) {
+		return e.request("GET", fmt.Sprintf("/api/1.0/clients/%d", ids[i%int64(len(ids))]), nil)
+	}}
+	getBare := scenario{Name: "GET /bare/clients/{id} (baseline, no middleware)", Want: 200, Next: func(i int64) (*http.Request, error) {
+		return http.NewRequest("GET", fmt.Sprintf("%s/bare/clients/%d", e.BareURL, ids[i%int64(len(ids))]), nil)
+	}}
+	list := scenario{Name: "GET /api/1.0/clients?limit=100", Want: 200, Next: func(i int64) (*http.Request, error) {
+		page := 1 + i%int64(max(1, len(ids)/100))
+		return e.request("GET", fmt.Sprintf("/api/1.0/clients?limit=100&page=%d", page), nil)
+	}}
+	bulk := scenario{Name: fmt.Sprintf("PUT /api/1.0/acts/{uuid}/data (correlated, %d fields)", o.fields), Want: 200, Max: int64(len(targets)),
+		Next: func(i int64) (*http.Request, error) {
+			t := targets[i]
+			return e.request("PUT", "/api/1.0/acts/"+t.ActUUID+"/data", t.Body)
+		}}
+
+	var results []*result
+	var ratio float64
+	if o.want("get") {
+		// Warm both paths (connections, caches, JIT-like lazy init), then
+		// alternate so that drift on a shared machine hits both alike.
+		run(ctx, client, getBare, o.conc, time.Second)
+		run(ctx, client, getFull, o.conc, time.Second)
+		var prof *os.File
+		if o.cpuProfile != "" {
+			if prof, err = os.Create(o.cpuProfile); err != nil {
+				return err
+			}
+			defer prof.Close()
+		}
+		var fulls, bares []*result
+		for r := range o.rounds {
+			fmt.Fprintf(out, "round %d/%d: baseline, full chain (%s each, %d connections)…\n", r+1, o.rounds, o.dur, o.conc)
+			bares = append(bares, run(ctx, client, getBare, o.conc, o.dur))
+			if prof != nil {
+				if err := pprof.StartCPUProfile(prof); err != nil {
+					return err
+				}
+			}
+			fulls = append(fulls, run(ctx, client, getFull, o.conc, o.dur))
+			if prof != nil {
+				pprof.StopCPUProfile()
+				prof = nil // one profile file: the first round
+			}
+		}
+		full, bare := merge(fulls), merge(bares)
+		results = append(results, full, bare)
+		ratio = full.RPS() / bare.RPS()
+		if o.memProfile != "" {
+			f, err := os.Create(o.memProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				return err
+			}
+			f.Close()
+		}
+	}
+	if o.want("list") {
+		fmt.Fprintf(out, "list: %s…\n", o.dur)
+		run(ctx, client, list, o.conc, time.Second)
+		stop, err := profileIf(o, "list")
+		if err != nil {
+			return err
+		}
+		results = append(results, run(ctx, client, list, o.conc, o.dur))
+		stop()
+	}
+	if o.want("bulk") {
+		fmt.Fprintf(out, "bulk PUT: %d requests…\n", len(targets))
+		stop, err := profileIf(o, "bulk")
+		if err != nil {
+			return err
+		}
+		results = append(results, run(ctx, client, bulk, o.conc, 10*time.Minute))
+		stop()
+	}
+
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, machine(ctx, d))
+	fmt.Fprintf(out, "load: closed loop, %d connections, %s per phase, %d rounds of GET by id (full and baseline alternating); token cache %v\n\n", o.conc, o.dur, o.rounds, !o.noTokenCache)
+	fmt.Fprint(out, table(results))
+	if ratio > 0 {
+		fmt.Fprintf(out, "\nratio full/baseline (req/s, GET by id): %.2f (target ≥ 0.75)\n", ratio)
+	}
+	failed := false
+	for _, r := range results {
+		if r.Errors > 0 {
+			failed = true
+			fmt.Fprintf(out, "ERRORS in %s: %s; first: %s\n", r.Name, codes(r), r.FirstErr)
+		}
+	}
+	if failed {
+		return fmt.Errorf("requests failed")
+	}
+	return nil
+}
+
+// machine describes where the run happened.
+func machine(ctx context.Context, d *db.DB) string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	var pg string
+	_ = d.WithContext(ctx).Raw("SHOW server_version").Scan(&pg).Error
+	return fmt.Sprintf("machine: %s, %d CPUs (GOMAXPROCS %d), %s %s/%s, PostgreSQL %s on loopback; generator and servers share the machine",
+		cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, pg)
+}
+
+// profileIf starts the CPU profile for a phase run alone (-only list or
+// -only bulk with -cpuprofile); the returned func stops it.
+func profileIf(o options, scenario string) (func(), error) {
+	if o.cpuProfile == "" || o.only != scenario {
+		return func() {}, nil
+	}
+	f, err := os.Create(o.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clients"
+	"github.com/finsvc/finsvc/pkg/config"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/oauth"
+	"github.com/finsvc/finsvc/pkg/ops"
+	"github.com/finsvc/finsvc/pkg/server"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/users"
+)
+
+const (
+	slug     = "bench"
+	host     = slug + ".localhost"
+	email    = "admin@bench.example.com"
+	password = "bench password 0123456789"
+	redirect = "https://bench.example.com/callback"
+)
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freshDatabase creates a new PostgreSQL database next to the one adminURL
+// names and returns its URL and a drop function.
+func freshDatabase(ctx context.Context, adminURL string) (string, func(), error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", nil, fmt.Errorf("database URL must be postgres://… (got %q)", adminURL)
+	}
+	admin, err := db.Open(ctx, adminURL, "", nil)
+	if err != nil {
+		return "", nil, err
+	}
+	name := "finsvc_bench_" + randHex(4)
+	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
+		admin.Close()
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	u.Path = "/" + name
+	drop := func() {
+		if err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)").Error; err != nil {
+			fmt.Printf("warning: drop database %s: %v\n", name, err)
+		}
+		admin.Close()
+	}
+	return u.String(), drop, nil
+}
+
+// env is the system under test: the real server (full chain) and the bare
+// baseline, both in this process over one database pool.
+type env struct {
+	DB      *db.DB
+	Tenant  *tenant.Tenant
+	FullURL string // https? no: loopback plain HTTP, like behind a TLS proxy
+	BareURL string
+	Token   string
+	stop    []func()
+
+	clientID, secret string
+	browser          *http.Client
+}
+
+func (e *env) Close() {
+	for i := len(e.stop) - 1; i >= 0; i-- {
+		e.stop[i]()
+	}
+}
+
+// start brings up both servers on loopback ports over d.
+// With tokenCache, the server gets its database URL, which lets ops.Wire
+// start the bearer token cache (its LISTEN connection needs the URL).
+func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut io.Writer, hooks ...func(*httpapi.Deps)) (*env, error) {
+	e := &env{DB: d}
+	cfg := config.Default()
+	cfg.Addr = "127.0.0.1:0"
+	if tokenCache {
+		cfg.DatabaseURL = dbURL
+	}
+	cfg.Secret = "bench-secret-" + randHex(24)
+	// The limiter stays in the chain (its cost is part of the full chain)
+	// with a budget the benchmark cannot exhaust.
+	cfg.RateLimitRPS, cfg.RateLimitBurst = 1e6, 1_000_000
+	cfg.WebhookAllowPrivate = true
+	logger := slog.New(slog.NewJSONHandler(logOut, nil)) // production format
+
+	tn, err := tenant.NewStore(d).Create(ctx, slug, "Bench")
+	if err != nil {
+		return nil, fmt.Errorf("create tenant: %w", err)
+	}
+	e.Tenant = tn
+
+	svc, err := oauth.New(d, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	deps := httpapi.Deps{DB: d, Config: cfg, Logger: logger, Tenants: tenant.NewStore(d), Auth: svc,
+		Routes: []func(*echo.Echo){svc.Routes}}
+	for _, h := range hooks {
+		h(&deps)
+	}
+	if _, closeOps, err := ops.Wire(&deps); err != nil {
+		return nil, err
+	} else {
+		e.stop = append(e.stop, func() { closeOps() })
+	}
+	h, err := httpapi.New(deps)
+	if err != nil {
+		return nil, err
+	}
+	url, stop, err := serve(cfg, h)
+	if err != nil {
+		return nil, err
+	}
+	e.FullURL, e.stop = url, append(e.stop, stop)
+
+	// The baseline: the same single-row query (clients.Store.Get, through
+	// tenant.Scope) and the same JSON, with no middleware at all.
+	bare := echo.New()
+	store := clients.NewStore(d)
+	bare.GET("/bare/clients/:id", func(c echo.Context) error {
+		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+		if err != nil {
+			return c.NoContent(http.StatusBadRequest)
+		}
+		cl, err := store.Get(tenant.NewContext(c.Request().Context(), tn), nil, id)
+		if err != nil {
+			if apperr.Is(err, apperr.NotFound) {
+				return c.NoContent(http.StatusNotFound)
+			}
+			return err
+		}
+		return c.JSON(http.StatusOK, cl)
+	})
+	url, stop, err = serve(cfg, bare)
+	if err != nil {
+		return nil, err
+	}
+	e.BareURL, e.stop = url, append(e.stop, stop)
+	return e, nil
+}
+
+// serve runs h through the production serving code (pkg/server) on a free
+// loopback port.
+func serve(cfg *config.Config, h http.Handler) (string, func(), error) {
+	c := *cfg
+	s, err := server.Listen(&c, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Serve(ctx, h); close(done) }()
+	return "http://" + s.Addr().String(), func() { cancel(); <-done }, nil
+}
+
+var (
+	csrfRE   = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+	hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
+
+// login creates an admin and an app, then runs the real authorization-code
+// flow (login page, consent, code exchange) for an access token.
+func (e *env) login(ctx context.Context) error {
+	tctx := tenant.NewContext(ctx, e.Tenant)
+	if _, err := users.NewStore(e.DB).Create(tctx, email, "Bench Admin", auth.RoleAdmin, password); err != nil {
+		return fmt.Errorf("create admin: %w", err)
+	}
+	clientID, secret, err := oauth.CreateApp(ctx, e.DB, e.Tenant.ID, "Bench", []string{redirect}, auth.AllScopes)
+	if err != nil {
+		return fmt.Errorf("create app: %w", err)
+	}
+	e.clientID, e.secret = clientID, secret
+	jar, _ := cookiejar.New(nil)
+	e.browser = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	code, body, _, err := e.do("GET", "/login", nil)
+	m := csrfRE.FindStringSubmatch(body)
+	if err != nil || code != 200 || m == nil {
+		return fmt.Errorf("login page: %d %v", code, err)
+	}
+	code, body, _, err = e.do("POST", "/login", url.Values{"csrf_token": {html.UnescapeString(m[1])},
+		"email": {email}, "password": {password}, "next": {"/account/apps"}})
+	if err != nil || code != http.StatusSeeOther {
+		return fmt.Errorf("login: %d %v %.300s", code, err, body)
+	}
+	e.Token, err = e.authorize()
+	return err
+}
+
+// do sends a browser request (cookies kept, redirects not followed).
+func (e *env) do(method, path string, form url.Values) (int, string, http.Header, error) {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, e.FullURL+path, body)
+	req.Host = host
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := e.browser.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header, nil
+}
+
+// authorize runs consent and the code exchange (signed in) for a new access
+// token.
+func (e *env) authorize() (string, error) {
+	do, clientID, secret := e.do, e.clientID, e.secret
+	params := url.Values{"client_id": {clientID}, "redirect_uri": {redirect}, "response_type": {"code"},
+		"state": {"bench-" + randHex(6)}, "scope": {strings.Join(auth.AllScopes, " ")}}
+	code, body, hdr, err := do("GET", "/oauth/authorize?"+params.Encode(), nil)
+	if err != nil {
+		return "", err
+	}
+	if code == 200 {
+		form := url.Values{}
+		if i := strings.Index(body, `action="/oauth/authorize"`); i >= 0 {
+			for _, m := range hiddenRE.FindAllStringSubmatch(body[i:], -1) {
+				form.Set(html.UnescapeString(m[1]), html.UnescapeString(m[2]))
+			}
+		}
+		form.Set("decision", "allow")
+		code, body, hdr, err = do("POST", "/oauth/authorize", form)
+		if err != nil {
+			return "", err
+		}
+	}
+	if code != http.StatusFound {
+		return "", fmt.Errorf("consent: %d %.300s", code, body)
+	}
+	loc, _ := url.Parse(hdr.Get("Location"))
+	authCode := loc.Query().Get("code")
+	if authCode == "" {
+		return "", fmt.Errorf("no code in %s", hdr.Get("Location"))
+	}
+	code, body, _, err = do("POST", "/api/oauth/token", url.Values{"grant_type": {"authorization_code"},
+		"client_id": {clientID}, "client_secret": {secret}, "redirect_uri": {redirect}, "code": {authCode}})
+	if err != nil || code != 200 {
+		return "", fmt.Errorf("token: %d %v %.300s", code, err, body)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal([]byte(body), &tok); err != nil || tok.AccessToken == "" {
+		return "", fmt.Errorf("token response: %.300s", body)
+	}
+	return tok.AccessToken, nil
+}
+
+// checkRevocation proves that the token cache does not outlive a
+// revocation: a second token is used (and so cached), revoked through
+// /api/oauth/revoke, and must be refused at once. It returns how long the
+// refusal took to appear.
+func (e *env) checkRevocation() (time.Duration, error) {
+	tok, err := e.authorize()
+	if err != nil {
+		return 0, err
+	}
+	status := func() (int, error) {
+		req, _ := http.NewRequest("GET", e.FullURL+"/api/1.0/clients?limit=1", nil)
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for range 3 {
+		if c, err := status(); err != nil || c != 200 {
+			return 0, fmt.Errorf("fresh token: %d %v", c, err)
+		}
+	}
+	code, body, _, err := e.do("POST", "/api/oauth/revoke", url.Values{"token": {tok}, "client_id": {e.clientID}, "client_secret": {e.secret}})
+	if err != nil || code != 200 {
+		return 0, fmt.Errorf("revoke: %d %v %.300s", code, err, body)
+	}
+	t0 := time.Now()
+	for time.Since(t0) < 2*time.Second {
+		c, err := status()
+		if err != nil {
+			return 0, err
+		}
+		if c == http.StatusUnauthorized {
+			return time.Since(t0), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0, errors.New("revoked token still accepted after 2s")
+}
+
+// api sends an authenticated JSON request to the full server.
+func (e *env) api(method, path string, in, out any, want int) error {
+	req, err := e.request(method, path, in)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d, want %d: %.500s", method, path, resp.StatusCode, want, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// request builds an authenticated request to the full server; in is JSON
+// encoded unless it is already []byte.
+func (e *env) request(method, path string, in any) (*http.Request, error) {
+	var body io.Reader
+	if in != nil {
+		b, ok := in.([]byte)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(in); err != nil {
+				return nil, err
+			}
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.FullURL+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Host = host
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// seedClients creates n clients through the API and returns their ids.
+func (e *env) seedClients(n int) ([]int64, error) {
+	ids := make([]int64, 0, n)
+	for i := range n {
+		var c struct {
+			ID int64 `json:"id"`
+		}
+		err := e.api("POST", "/api/1.0/clients", map[string]any{
+			"company_name": fmt.Sprintf("Bench Client %04d AB", i), "org_number": fmt.Sprintf("556%07d", i),
+			"country": "SE", "credit_limit": 250000.50,
+		}, &c, http.StatusCreated)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+// bulkTarget is one act with an open fetch request for its 50 external
+// fields, ready for one correlated bulk PUT.
+type bulkTarget struct {
+	ActUUID string
+	Body    []byte
+}
+
+// seedBulk prepares n bulk PUT targets: a template of fields external
+// fields, an eligible act.fetch_data registration, and per target an act
+// and a fetch request for every field.
+func (e *env) seedBulk(ctx context.Context, clientID int64, n, fields int) ([]bulkTarget, error) {
+	var tmplFields []map[string]any
+	for i := range fields {
+		tmplFields = append(tmplFields, map[string]any{"key": fmt.Sprintf("f%02d", i), "name": fmt.Sprintf("Field %d", i),
+			"type": "text", "source": "external_data"})
+	}
+	var tmpl struct {
+		ID int64 `json:"id"`
+	}
+	if err := e.api("POST", "/api/1.0/templates", map[string]any{"name": "Bench template", "fields": tmplFields}, &tmpl, http.StatusCreated); err != nil {
+		return nil, err
+	}
+	// The registration that makes the external fields fetchable (the
+	// webhooks API is another capability; the row is what it would write).
+	// No worker runs here, so deliveries stay pending.
+	var adminID int64
+	if err := e.DB.WithContext(ctx).Raw("SELECT id FROM users WHERE tenant_id = ? AND email = ?", e.Tenant.ID, email).Scan(&adminID).Error; err != nil {
+		return nil, err
+	}
+	if err := e.DB.WithContext(ctx).Exec(`INSERT INTO webhooks (tenant_id, id, event, target, secret_ciphertext, created_by_user_id)
+		VALUES (?, 1, 'act.fetch_data', 'https://127.0.0.1:9/hook', 'unused', ?)`, e.Tenant.ID, adminID).Error; err != nil {
+		return nil, fmt.Errorf("register webhook: %w", err)
+	}
+	out := make([]bulkTarget, 0, n)
+	for i := range n {
+		var act struct {
+			UUID string `json:"uuid"`
+			Data []struct {
+				ID  int64  `json:"id"`
+				Key string `json:"template_field_key"`
+			} `json:"data"`
+		}
+		if err := e.api("POST", "/api/1.0/acts", map[string]any{"client_id": clientID, "template_id": tmpl.ID, "title": fmt.Sprintf("Bench act %d", i)}, &act, http.StatusCreated); err != nil {
+			return nil, err
+		}
+		ids := make([]int64, 0, len(act.Data))
+		for _, dp := range act.Data {
+			ids = append(ids, dp.ID)
+		}
+		var fr struct {
+			ID string `json:"id"`
+		}
+		if err := e.api("POST", "/api/1.0/acts/"+act.UUID+"/fetch-requests", map[string]any{"data_point_ids": ids}, &fr, http.StatusCreated); err != nil {
+			return nil, err
+		}
+		items := make([]map[string]any, 0, len(act.Data))
+		for j, dp := range act.Data {
+			items = append(items, map[string]any{"template_field_key": dp.Key, "value": fmt.Sprintf("value %d of act %d", j, i)})
+		}
+		body, err := json.Marshal(map[string]any{"fetch_request_id": fr.ID, "data": items})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bulkTarget{ActUUID: act.UUID, Body: body})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no bulk targets")
+	}
+	return out, nil
+}

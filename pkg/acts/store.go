@@ -1,0 +1,448 @@
+package acts
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clients"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/templates"
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// Store reads and changes acts. Every method expects the tenant in ctx; an
+// act of another tenant is apperr.NotFound like a missing one.
+type Store struct {
+	DB     *db.DB
+	Outbox *outbox.Outbox
+	// Now is the clock (tests inject one). Nil means time.Now.
+	Now func() time.Time
+}
+
+// NewStore returns a Store over d that records events in ob.
+func NewStore(d *db.DB, ob *outbox.Outbox) *Store { return &Store{DB: d, Outbox: ob} }
+
+// Clock returns the current time as stored: UTC, microsecond precision (what
+// PostgreSQL keeps), so that a value written and read back compares equal.
+func Clock(now func() time.Time) time.Time {
+	if now == nil {
+		now = time.Now
+	}
+	return now().UTC().Truncate(time.Microsecond)
+}
+
+func (s *Store) now() time.Time { return Clock(s.Now) }
+
+func (s *Store) outbox() *outbox.Outbox {
+	if s.Outbox == nil {
+		return &outbox.Outbox{}
+	}
+	return s.Outbox
+}
+
+// ErrNotEditable is the business-rule error for a change to a final act:
+// 400 with the descriptive key errors.status.
+func ErrNotEditable(a *Act) error {
+	return apperr.E(apperr.Invalid, "the act is final and can no longer be changed").
+		WithField("status", fmt.Sprintf("act is %s; only draft acts can be changed", a.Status))
+}
+
+func notFound() error { return apperr.E(apperr.NotFound, "act not found") }
+
+// validUUID guards lookups: a malformed uuid can never name an act (and
+// PostgreSQL would reject it with an error rather than no rows).
+func validUUID(s string) bool { _, err := uuid.Parse(s); return err == nil }
+
+// Lock loads the act for a change inside tx, holding its row lock until tx
+// ends (FOR UPDATE on PostgreSQL; on SQLite the transaction already holds
+// the write lock). Every writer of an act or its data points takes this
+// lock first, so checks made under it stay true until commit.
+func Lock(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID string) (*Act, error) {
+	if !validUUID(actUUID) {
+		return nil, notFound()
+	}
+	var a Act
+	res := d.ForUpdate(tenant.Scope(ctx, tx)).Where("uuid = ?", actUUID).Limit(1).Find(&a)
+	if res.Error != nil {
+		return nil, fmt.Errorf("acts: lock act %s: %w", actUUID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, notFound()
+	}
+	return &a, nil
+}
+
+// Create makes a draft act of client clientID from template templateID,
+// with one data point per template field, in one transaction that also
+// records the act_created history entry and the act.created event.
+//
+// Built-in provider fields (client.*, act.created_at) are filled at once
+// from the client and the act, so a new act shows them without a fetch
+// request; a later fetch request refreshes them. Such an initial fill is
+// revision 0: it is the act's starting state, not a change.
+func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templateID int64, title string) (_ *Detail, err error) {
+	defer apperr.Wrap(&err, "acts.Create")
+	var out *Detail
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		// Both reads lock their row against a concurrent change inside this
+		// transaction (see clients.Store.Get and templates.Store.Get): the
+		// client cannot be deleted, nor the template edited in place, before
+		// the act that uses them commits.
+		fe := apperr.FieldErrors{}
+		c, err := clients.NewStore(s.DB).Get(ctx, tx, clientID)
+		if apperr.Is(err, apperr.NotFound) {
+			fe.Add("client_id", fmt.Sprintf("client %d does not exist", clientID))
+		} else if err != nil {
+			return err
+		}
+		tpl, err := templates.NewStore(s.DB).Get(ctx, tx, templateID)
+		if apperr.Is(err, apperr.NotFound) {
+			fe.Add("template_id", fmt.Sprintf("template %d does not exist", templateID))
+		} else if err != nil {
+			return err
+		}
+		if err := fe.Err(apperr.Invalid, "the act cannot be created"); err != nil {
+			return err
+		}
+		fields := tpl.Fields
+		now := s.now()
+		a := Act{
+			TenantID: tenant.ID(ctx), UUID: uuid.NewString(), ClientID: clientID, TemplateID: templateID,
+			Title: title, Status: StatusDraft, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := tx.Create(&a).Error; err != nil {
+			return fmt.Errorf("insert act: %w", err)
+		}
+		dps := make([]DataPoint, len(fields))
+		for i, f := range fields {
+			dps[i] = DataPoint{
+				ActUUID: a.UUID, TemplateFieldID: f.ID, Position: f.Position, Key: f.Key, Name: f.Name,
+				Type: f.Type, Source: f.Source, Options: f.Options, UpdatedAt: now,
+			}
+			if dps[i].Builtin() {
+				if v, err := BuiltinValue(&dps[i], c, &a); err == nil {
+					dps[i].Value, dps[i].SourceValue = &v, &v
+				}
+			}
+		}
+		if err := insertDataPoints(ctx, tx, dps); err != nil {
+			return err
+		}
+		if err := Record(ctx, tx, UserActor(p), now, HistoryEntry{ActUUID: a.UUID, Kind: KindActCreated}); err != nil {
+			return err
+		}
+		out = &Detail{Act: a, Data: dps, Fetch: map[int64]*FetchState{}}
+		wire, err := out.API()
+		if err != nil {
+			return err
+		}
+		_, err = s.outbox().Emit(ctx, tx, outbox.Event{Kind: outbox.ActCreated, OccurredAt: now, Data: api.ActCreatedPayload{Act: wire}})
+		return err
+	})
+	return out, err
+}
+
+// insertDataPoints allocates ids for dps in one statement and inserts them
+// in one batch.
+func insertDataPoints(ctx context.Context, tx *gorm.DB, dps []DataPoint) error {
+	if len(dps) == 0 {
+		return nil
+	}
+	tid := tenant.ID(ctx)
+	first, err := db.NextIDs(tx, tid, "data_points", len(dps))
+	if err != nil {
+		return err
+	}
+	for i := range dps {
+		dps[i].TenantID, dps[i].ID = tid, first+int64(i)
+	}
+	if err := tx.CreateInBatches(dps, 500).Error; err != nil {
+		return fmt.Errorf("insert %d data points: %w", len(dps), err)
+	}
+	return nil
+}
+
+// Get returns the act with its data points and their most recent fetch, in
+// three queries whatever the number of data points.
+func (s *Store) Get(ctx context.Context, actUUID string) (_ *Detail, err error) {
+	defer apperr.Wrap(&err, "acts.Get(%s)", actUUID)
+	if !validUUID(actUUID) {
+		return nil, notFound()
+	}
+	var a Act
+	res := tenant.Scope(ctx, s.DB.DB).Where("uuid = ?", actUUID).Limit(1).Find(&a)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return nil, notFound()
+	}
+	return s.detail(ctx, s.DB.DB, &a)
+}
+
+func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error) {
+	d := &Detail{Act: *a}
+	if err := tenant.Scope(ctx, q).Where("act_uuid = ?", a.UUID).Order("position, id").Find(&d.Data).Error; err != nil {
+		return nil, fmt.Errorf("load data points: %w", err)
+	}
+	f, err := LatestFetch(ctx, q, a.UUID, nil, s.now())
+	if err != nil {
+		return nil, err
+	}
+	d.Fetch = f
+	return d, nil
+}
+
+// LatestFetch returns, in one query, the most recent fetch of each data
+// point of the act (only of ids, when given) with expiry derived at now. It
+// follows each data point's last_fetch_request_id, so its cost does not grow
+// with the act's fetch history.
+func LatestFetch(ctx context.Context, q *gorm.DB, actUUID string, ids []int64, now time.Time) (map[int64]*FetchState, error) {
+	type row struct {
+		DataPointID    int64
+		FetchRequestID string
+		State          string
+		Error          *string
+		ExpiresAt      time.Time
+	}
+	sel := tenant.Scope(ctx, q.Table("data_points")).
+		Select(`data_points.id AS data_point_id, f.fetch_request_id, f.state, f.error, r.expires_at`).
+		Joins(`JOIN fetch_request_fields f ON f.tenant_id = data_points.tenant_id
+			AND f.fetch_request_id = data_points.last_fetch_request_id AND f.data_point_id = data_points.id`).
+		Joins("JOIN fetch_requests r ON r.tenant_id = f.tenant_id AND r.id = f.fetch_request_id").
+		Where("data_points.act_uuid = ?", actUUID)
+	if ids != nil {
+		sel = sel.Where("data_points.id IN ?", ids)
+	}
+	var rows []row
+	if err := sel.Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("acts: latest fetch states: %w", err)
+	}
+	out := make(map[int64]*FetchState, len(rows))
+	for _, r := range rows {
+		out[r.DataPointID] = &FetchState{
+			DataPointID: r.DataPointID, FetchRequestID: r.FetchRequestID,
+			State: DerivedState(r.State, r.ExpiresAt, now), Error: r.Error, ExpiresAt: r.ExpiresAt.UTC(),
+		}
+	}
+	return out, nil
+}
+
+// Filter narrows List.
+type Filter struct {
+	ClientID *int64
+	Status   *string
+}
+
+// List returns a page of acts, newest first, and the total matching.
+func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, total int64, err error) {
+	defer apperr.Wrap(&err, "acts.List")
+	q := tenant.Scope(ctx, s.DB.DB.Model(&Act{}))
+	if f.ClientID != nil {
+		q = q.Where("client_id = ?", *f.ClientID)
+	}
+	if f.Status != nil {
+		q = q.Where("status = ?", *f.Status)
+	}
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	var out []Act
+	if !pg.Beyond(total) {
+		if err := q.Order("created_at DESC, uuid DESC").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, total, nil
+}
+
+// Update changes a draft act's title.
+func (s *Store) Update(ctx context.Context, p *auth.Principal, actUUID, title string) (_ *Detail, err error) {
+	defer apperr.Wrap(&err, "acts.Update(%s)", actUUID)
+	var out *Detail
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		a, err := Lock(ctx, s.DB, tx, actUUID)
+		if err != nil {
+			return err
+		}
+		if !a.Editable() {
+			return ErrNotEditable(a)
+		}
+		now := s.now()
+		old := a.Title
+		if err := tenant.Scope(ctx, tx.Model(&Act{})).Where("uuid = ?", a.UUID).
+			Updates(map[string]any{"title": title, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		a.Title, a.UpdatedAt = title, now
+		if err := Record(ctx, tx, UserActor(p), now, HistoryEntry{ActUUID: a.UUID, Kind: KindActUpdated, OldValue: &old, NewValue: &title}); err != nil {
+			return err
+		}
+		out, err = s.detail(ctx, tx, a)
+		return err
+	})
+	return out, err
+}
+
+// Finalize moves a draft to final. A final act is no longer editable;
+// finalizing one again is a 400 with errors.status.
+func (s *Store) Finalize(ctx context.Context, p *auth.Principal, actUUID string) (_ *Detail, err error) {
+	defer apperr.Wrap(&err, "acts.Finalize(%s)", actUUID)
+	var out *Detail
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		a, err := Lock(ctx, s.DB, tx, actUUID)
+		if err != nil {
+			return err
+		}
+		if !a.Editable() {
+			return apperr.E(apperr.Invalid, "the act is already final").
+				WithField("status", "act is already final")
+		}
+		now := s.now()
+		if err := tenant.Scope(ctx, tx.Model(&Act{})).Where("uuid = ?", a.UUID).
+			Updates(map[string]any{"status": StatusFinal, "finalized_at": now, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		a.Status, a.UpdatedAt, a.FinalizedAt = StatusFinal, now, &now
+		if err := Record(ctx, tx, UserActor(p), now, HistoryEntry{ActUUID: a.UUID, Kind: KindActFinalized}); err != nil {
+			return err
+		}
+		out, err = s.detail(ctx, tx, a)
+		return err
+	})
+	return out, err
+}
+
+// Duplicate creates a new draft with the source act's client, template,
+// title and current values (value and source value; revisions restart at
+// 0, fetch states are not copied). It emits act.duplicated, never
+// act.created. Any act, draft or final, may be duplicated: duplicating a
+// final act is how a new evaluation starts from the last one.
+func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID string) (_ *Detail, err error) {
+	defer apperr.Wrap(&err, "acts.Duplicate(%s)", actUUID)
+	if !validUUID(actUUID) {
+		return nil, notFound()
+	}
+	var out *Detail
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		var src Act
+		res := tenant.Scope(ctx, tx).Where("uuid = ?", actUUID).Limit(1).Find(&src)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return notFound()
+		}
+		var srcData []DataPoint
+		if err := tenant.Scope(ctx, tx).Where("act_uuid = ?", src.UUID).Order("position, id").Find(&srcData).Error; err != nil {
+			return err
+		}
+		now := s.now()
+		a := Act{
+			TenantID: src.TenantID, UUID: uuid.NewString(), ClientID: src.ClientID, TemplateID: src.TemplateID,
+			Title: src.Title, Status: StatusDraft, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := tx.Create(&a).Error; err != nil {
+			return fmt.Errorf("insert act: %w", err)
+		}
+		dps := make([]DataPoint, len(srcData))
+		for i, d := range srcData {
+			dps[i] = DataPoint{
+				ActUUID: a.UUID, TemplateFieldID: d.TemplateFieldID, Position: d.Position, Key: d.Key, Name: d.Name,
+				Type: d.Type, Source: d.Source, Options: d.Options, Value: d.Value, SourceValue: d.SourceValue, UpdatedAt: now,
+			}
+		}
+		if err := insertDataPoints(ctx, tx, dps); err != nil {
+			return err
+		}
+		if err := Record(ctx, tx, UserActor(p), now, HistoryEntry{ActUUID: a.UUID, Kind: KindActDuplicated}); err != nil {
+			return err
+		}
+		out = &Detail{Act: a, Data: dps, Fetch: map[int64]*FetchState{}}
+		wire, err := out.API()
+		if err != nil {
+			return err
+		}
+		_, err = s.outbox().Emit(ctx, tx, outbox.Event{
+			Kind: outbox.ActDuplicated, OccurredAt: now,
+			Data: api.ActDuplicatedPayload{Act: wire, SourceActUuid: uuid.MustParse(src.UUID)},
+		})
+		return err
+	})
+	return out, err
+}
+
+// Delete removes a draft act with its data points, history and fetch
+// requests. A final act is a 400 with errors.status.
+func (s *Store) Delete(ctx context.Context, actUUID string) (err error) {
+	defer apperr.Wrap(&err, "acts.Delete(%s)", actUUID)
+	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		a, err := Lock(ctx, s.DB, tx, actUUID)
+		if err != nil {
+			return err
+		}
+		if !a.Editable() {
+			return apperr.E(apperr.Invalid, "only draft acts can be deleted").
+				WithField("status", fmt.Sprintf("act is %s; only draft acts can be deleted", a.Status))
+		}
+		return tenant.Scope(ctx, tx).Where("uuid = ?", a.UUID).Delete(&Act{}).Error
+	})
+}
+
+// History returns a page of the act's history, oldest first.
+func (s *Store) History(ctx context.Context, actUUID string, pg page.Request) (_ []HistoryEntry, total int64, err error) {
+	defer apperr.Wrap(&err, "acts.History(%s)", actUUID)
+	if !validUUID(actUUID) {
+		return nil, 0, notFound()
+	}
+	var n int64
+	if err := tenant.Scope(ctx, s.DB.DB.Model(&Act{})).Where("uuid = ?", actUUID).Count(&n).Error; err != nil {
+		return nil, 0, err
+	}
+	if n == 0 {
+		return nil, 0, notFound()
+	}
+	q := tenant.Scope(ctx, s.DB.DB.Model(&HistoryEntry{})).Where("act_uuid = ?", actUUID)
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	var out []HistoryEntry
+	if !pg.Beyond(total) {
+		if err := q.Order("id").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, total, nil
+}
+
+// LatestForClient returns the client's newest act by created_at. A missing
+// client (or another tenant's) and a client without acts are both
+// NotFound, with different messages.
+func (s *Store) LatestForClient(ctx context.Context, clientID int64) (_ *Detail, err error) {
+	defer apperr.Wrap(&err, "acts.LatestForClient(%d)", clientID)
+	var n int64
+	if err := tenant.Scope(ctx, s.DB.DB.Model(&clients.Client{})).Where("id = ?", clientID).Count(&n).Error; err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, apperr.E(apperr.NotFound, "client not found")
+	}
+	var a Act
+	res := tenant.Scope(ctx, s.DB.DB).Where("client_id = ?", clientID).Order("created_at DESC, uuid DESC").Limit(1).Find(&a)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return nil, apperr.E(apperr.NotFound, "the client has no acts")
+	}
+	return s.detail(ctx, s.DB.DB, &a)
+}

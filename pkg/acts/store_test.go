@@ -1,0 +1,138 @@
+package acts_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/pkg/acts"
+	"github.com/finsvc/finsvc/pkg/acts/actstest"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/templates"
+	"github.com/finsvc/finsvc/pkg/testdb"
+)
+
+func count(t *testing.T, d *gorm.DB, table string) int64 {
+	t.Helper()
+	var n int64
+	if err := d.Table(table).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The act.created event is written in the act's transaction: when that
+// transaction rolls back, neither the act nor the event exists, and when
+// writing the event fails, the act is not created.
+func TestCreateEventSharesTheTransaction(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, _ := testdb.NewTenant(t, d, "acme")
+		c := actstest.Client(t, d, ctx, "Acme AB")
+		tpl := actstest.Template(t, d, ctx, "T",
+			actstest.F{Key: "revenue", Type: "integer", Source: templates.SourceExternalData},
+			actstest.F{Key: "company", Type: "text", Source: templates.SourceClientCompanyName})
+		p := &auth.Principal{UserID: 1, Role: auth.RoleMember}
+
+		rollback := errors.New("roll back")
+		err := d.Tx(ctx, func(tx *gorm.DB) error {
+			s := acts.NewStore(&db.DB{DB: tx, Dialect: d.Dialect}, &outbox.Outbox{})
+			if _, err := s.Create(ctx, p, c.ID, tpl.ID, "inside"); err != nil {
+				return err
+			}
+			if n := count(t, tx, "events"); n != 1 {
+				t.Errorf("inside the transaction: %d events, want 1", n)
+			}
+			return rollback
+		})
+		if !errors.Is(err, rollback) {
+			t.Fatalf("Tx = %v", err)
+		}
+		for _, table := range []string{"acts", "data_points", "act_history", "events"} {
+			if n := count(t, d.DB, table); n != 0 {
+				t.Errorf("after rollback: %d rows in %s", n, table)
+			}
+		}
+
+		// A failing event write fails the whole creation.
+		if err := d.Exec("ALTER TABLE events RENAME TO events_gone").Error; err != nil {
+			t.Fatal(err)
+		}
+		s := acts.NewStore(d, &outbox.Outbox{})
+		if _, err := s.Create(ctx, p, c.ID, tpl.ID, "fails"); err == nil {
+			t.Fatal("Create succeeded without an events table")
+		}
+		for _, table := range []string{"acts", "data_points", "act_history"} {
+			if n := count(t, d.DB, table); n != 0 {
+				t.Errorf("after a failed event write: %d rows in %s", n, table)
+			}
+		}
+		if err := d.Exec("ALTER TABLE events_gone RENAME TO events").Error; err != nil {
+			t.Fatal(err)
+		}
+
+		// Duplicating writes exactly one act.duplicated and no act.created.
+		a, err := s.Create(ctx, p, c.ID, tpl.ID, "source")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Duplicate(ctx, p, a.Act.UUID); err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		if err := d.Table("events").Order("occurred_at").Pluck("kind", &kinds).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(kinds) != 2 || kinds[0] != outbox.ActCreated || kinds[1] != outbox.ActDuplicated {
+			t.Errorf("events = %v, want [act.created act.duplicated]", kinds)
+		}
+	})
+}
+
+// Listing acts is one count plus one page query, whatever the page size;
+// reading one act is three queries whatever its number of data points.
+func TestListAndGetQueryCount(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, _ := testdb.NewTenant(t, d, "acme")
+		c := actstest.Client(t, d, ctx, "Acme AB")
+		fields := make([]actstest.F, 60)
+		for i := range fields {
+			fields[i] = actstest.F{Key: fmt.Sprintf("f%02d", i), Type: "text", Source: templates.SourceExternalData}
+		}
+		tpl := actstest.Template(t, d, ctx, "T", fields...)
+		p := &auth.Principal{UserID: 1, Role: auth.RoleMember}
+		s := acts.NewStore(d, &outbox.Outbox{})
+		var last *acts.Detail
+		for i := range 30 {
+			a, err := s.Create(ctx, p, c.ID, tpl.ID, fmt.Sprint("act ", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = a
+		}
+		counted, count := d.CountQueries()
+		cs := acts.NewStore(counted, nil)
+		for _, limit := range []int{5, 30} {
+			before := count()
+			list, total, err := cs.List(ctx, acts.Filter{ClientID: &c.ID}, page.Request{Page: 1, Limit: limit})
+			if err != nil || total != 30 || len(list) != limit {
+				t.Fatalf("List(limit %d) = %d of %d, %v", limit, len(list), total, err)
+			}
+			if n := count() - before; n != 2 {
+				t.Errorf("List(limit %d) ran %d queries, want 2", limit, n)
+			}
+		}
+		before := count()
+		got, err := cs.Get(ctx, last.Act.UUID)
+		if err != nil || len(got.Data) != 60 {
+			t.Fatalf("Get = %v, %v", got, err)
+		}
+		if n := count() - before; n != 3 {
+			t.Errorf("Get ran %d queries, want 3", n)
+		}
+	})
+}

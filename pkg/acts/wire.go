@@ -1,0 +1,113 @@
+package acts
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/finsvc/finsvc/gen/api"
+)
+
+// The API shapes live here rather than in the HTTP layer because event
+// payloads (act.created, act.duplicated, act.fetch_data) carry the same
+// shapes and are built inside the store's transaction.
+
+// APIOptions decodes a snapshotted options JSON into the API's FieldOptions
+// (nil stays nil, which is JSON null).
+func APIOptions(raw *string) (*api.FieldOptions, error) {
+	if raw == nil || *raw == "" || *raw == "null" {
+		return nil, nil
+	}
+	var o api.FieldOptions
+	if err := json.Unmarshal([]byte(*raw), &o); err != nil {
+		return nil, fmt.Errorf("acts: decode field options: %w", err)
+	}
+	return &o, nil
+}
+
+// APIDataPoint renders d with its most recent fetch f (nil for none).
+func APIDataPoint(d *DataPoint, f *FetchState) (api.DataPoint, error) {
+	opts, err := APIOptions(d.Options)
+	if err != nil {
+		return api.DataPoint{}, err
+	}
+	out := api.DataPoint{
+		Id:                d.ID,
+		TemplateFieldId:   d.TemplateFieldID,
+		TemplateFieldKey:  d.Key,
+		TemplateFieldName: d.Name,
+		Type:              api.FieldType(d.Type),
+		ExternalDataField: d.External(),
+		Source:            api.FieldSource(d.Source),
+		Options:           opts,
+		Value:             d.Value,
+		SourceValue:       d.SourceValue,
+		Revision:          d.Revision,
+		UpdatedAt:         d.UpdatedAt.UTC(),
+	}
+	if f != nil {
+		id, err := uuid.Parse(f.FetchRequestID)
+		if err != nil {
+			return api.DataPoint{}, fmt.Errorf("acts: fetch request id %q: %w", f.FetchRequestID, err)
+		}
+		out.Fetch = &api.DataPointFetch{
+			FetchRequestId: id,
+			State:          api.FieldFetchState(f.State),
+			Error:          f.Error,
+			ExpiresAt:      f.ExpiresAt.UTC(),
+		}
+	}
+	return out, nil
+}
+
+// APISummary renders an act without data points.
+func APISummary(a *Act) (api.ActSummary, error) {
+	id, err := uuid.Parse(a.UUID)
+	if err != nil {
+		return api.ActSummary{}, fmt.Errorf("acts: act uuid %q: %w", a.UUID, err)
+	}
+	return api.ActSummary{
+		Uuid: id, ClientId: a.ClientID, TemplateId: a.TemplateID, Title: a.Title,
+		Status: api.ActStatus(a.Status), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
+	}, nil
+}
+
+// API renders the act with its data points.
+func (d *Detail) API() (api.Act, error) {
+	s, err := APISummary(&d.Act)
+	if err != nil {
+		return api.Act{}, err
+	}
+	out := api.Act{
+		Uuid: s.Uuid, ClientId: s.ClientId, TemplateId: s.TemplateId, Title: s.Title,
+		Status: s.Status, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Data: make([]api.DataPoint, 0, len(d.Data)),
+	}
+	for i := range d.Data {
+		dp, err := APIDataPoint(&d.Data[i], d.Fetch[d.Data[i].ID])
+		if err != nil {
+			return api.Act{}, err
+		}
+		out.Data = append(out.Data, dp)
+	}
+	return out, nil
+}
+
+// APIHistory renders a history entry.
+func APIHistory(h *HistoryEntry) (api.HistoryEntry, error) {
+	out := api.HistoryEntry{
+		Id: h.ID, At: h.At.UTC(),
+		Actor:       api.Actor{Type: api.ActorType(h.ActorType), Id: h.ActorID, UserId: h.ActorUserID},
+		Kind:        api.HistoryKind(h.Kind),
+		DataPointId: h.DataPointID, OldValue: h.OldValue, NewValue: h.NewValue, Error: h.Error,
+	}
+	if h.FetchRequestID != nil {
+		id, err := uuid.Parse(*h.FetchRequestID)
+		if err != nil {
+			return api.HistoryEntry{}, fmt.Errorf("acts: history fetch request id: %w", err)
+		}
+		out.FetchRequestId = &id
+	}
+	return out, nil
+}

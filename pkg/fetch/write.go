@@ -1,0 +1,424 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/pkg/acts"
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/fieldtype"
+	"github.com/finsvc/finsvc/pkg/tenant"
+)
+
+// MaxErrorLength is the longest error text of a data result, in characters
+// (spec section 8).
+const MaxErrorLength = 1000
+
+// Item is one result or edit: the data point named by ID (preferred),
+// TemplateFieldID or TemplateFieldKey, and exactly one of Value and Error.
+type Item struct {
+	ID               *int64
+	TemplateFieldID  *int64
+	TemplateFieldKey *string
+	Value            *string
+	Error            *string
+}
+
+// Write is a single or bulk PUT of act data. With FetchRequestID it is a
+// correlated result of that request; without, an ordinary edit of current
+// values.
+type Write struct {
+	FetchRequestID *string
+	Items          []Item
+	// DataID is set for the single-field PUT (the path's data point); Items
+	// then holds one item without identifiers.
+	DataID *int64
+}
+
+func (w *Write) single() bool { return w.DataID != nil }
+
+// key names a problem's location in the error body: "data[3].value" for a
+// bulk item, "value" for the single PUT; attr "" names the item itself
+// ("data[3]", or "data_id" for the single PUT).
+func (w *Write) key(i int, attr string) string {
+	if w.single() {
+		if attr == "" {
+			return "data_id"
+		}
+		return attr
+	}
+	if attr == "" {
+		return fmt.Sprintf("data[%d]", i)
+	}
+	return fmt.Sprintf("data[%d].%s", i, attr)
+}
+
+// Result is what a write leaves: the written data points in item order, each
+// with its most recent fetch.
+type Result struct {
+	FetchRequestID *string
+	Data           []acts.DataPoint
+	Fetch          map[int64]*acts.FetchState
+}
+
+// resolved is a validated item.
+type resolved struct {
+	dp    *acts.DataPoint
+	value *string // normalized
+	err   *string
+	field *Field // the request's field, for a correlated write
+	apply bool   // false for an identical re-send (accepted again, no change)
+}
+
+// Messages of the write rules, shared with the tests.
+const (
+	msgExactlyOne   = "exactly one of value and error is required"
+	msgErrorNeedsFR = "an error can only be reported for a fetch request: fetch_request_id is required"
+	msgErrorEmpty   = "must not be empty"
+	msgNotInSet     = "is not among the external fields of the fetch request"
+	msgDuplicate    = "names the same data point as another item"
+	msgExpired      = "the fetch request expired"
+	msgChanged      = "the field changed since the request"
+	msgSuperseded   = "the field's fetch was superseded by a newer fetch request"
+	msgOtherValue   = "a different value was already accepted for this field"
+	msgValueTaken   = "a value was already accepted for this field"
+	msgErrorTaken   = "an error was already reported for this field"
+)
+
+// Apply runs a write. In order (DESIGN section 4, "Correlated results"):
+//
+//  0. the caller needs acts:write and a member or admin role; the act must
+//     exist (404) and be a draft (400, errors.status) — checked at
+//     submission, under the act's lock;
+//  1. the whole payload is validated; any problem is a 422 with per-item
+//     messages and nothing is applied;
+//  2. every correlated item's state is checked under the lock; any conflict
+//     is a 409 and nothing is applied;
+//  3. everything is applied in the same transaction, with history.
+//
+// A correlated result names a fetch request of this act; an unknown
+// fetch_request_id is a 422 (errors.fetch_request_id): the act in the path
+// exists, the payload refers to something that does not.
+//
+// Without fetch_request_id the write is an ordinary edit of current values:
+// value only (error is a 422), source value and fetch state untouched,
+// revision incremented when the value changes. It cannot slip past a
+// conflict: it leaves the fetch state as it is, and because it increments
+// the revision, a pending correlated result for that field is then refused
+// with 409 "changed since the request".
+func (s *Service) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, err error) {
+	defer apperr.Wrap(&err, "fetch.Apply(%s)", actUUID)
+	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
+	if err != nil {
+		return nil, err
+	}
+	var out *Result
+	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
+		a, err := acts.Lock(ctx, s.DB, tx, actUUID)
+		if err != nil {
+			return err
+		}
+		if !a.Editable() {
+			return acts.ErrNotEditable(a)
+		}
+		now := s.now()
+
+		var req *Request
+		if w.FetchRequestID != nil {
+			var r Request
+			res := tenant.Scope(ctx, tx).Where("id = ? AND act_uuid = ?", *w.FetchRequestID, a.UUID).Limit(1).Find(&r)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 0 {
+				return apperr.E(apperr.Unprocessable, "The data is invalid; nothing was applied.").
+					WithField("fetch_request_id", "no fetch request with this id exists for the act")
+			}
+			req = &r
+		}
+
+		// Load the data points the items can name, locked.
+		q := s.DB.ForUpdate(tenant.Scope(ctx, tx)).Where("act_uuid = ?", a.UUID)
+		if w.single() {
+			q = q.Where("id = ?", *w.DataID)
+		}
+		var dps []acts.DataPoint
+		if err := q.Order("id").Find(&dps).Error; err != nil {
+			return fmt.Errorf("load data points: %w", err)
+		}
+		if w.single() && len(dps) == 0 {
+			return apperr.E(apperr.NotFound, "data point not found")
+		}
+		var fields map[int64]*Field
+		if req != nil {
+			var fs []Field
+			fq := tenant.Scope(ctx, tx).Where("fetch_request_id = ?", req.ID)
+			if w.single() {
+				fq = fq.Where("data_point_id = ?", *w.DataID)
+			}
+			if err := fq.Find(&fs).Error; err != nil {
+				return fmt.Errorf("load request fields: %w", err)
+			}
+			fields = make(map[int64]*Field, len(fs))
+			for i := range fs {
+				fields[fs[i].DataPointID] = &fs[i]
+			}
+		}
+
+		items, err := s.validate(&w, dps, req, fields)
+		if err != nil {
+			return err
+		}
+		if req != nil {
+			if err := checkStates(&w, items, req, now); err != nil {
+				return err
+			}
+		}
+		if err := s.apply(ctx, tx, p, a, req, items, now); err != nil {
+			return err
+		}
+
+		out = &Result{Data: make([]acts.DataPoint, len(items))}
+		ids := make([]int64, len(items))
+		for i, it := range items {
+			out.Data[i], ids[i] = *it.dp, it.dp.ID
+		}
+		if req != nil {
+			out.FetchRequestID = &req.ID
+		}
+		out.Fetch, err = acts.LatestFetch(ctx, tx, a.UUID, ids, now)
+		return err
+	})
+	return out, err
+}
+
+// validate is step 1: every item is checked and every problem reported, as
+// a 422, before anything is looked at under the conflict rules.
+func (s *Service) validate(w *Write, dps []acts.DataPoint, req *Request, fields map[int64]*Field) ([]resolved, error) {
+	byID := make(map[int64]*acts.DataPoint, len(dps))
+	byTF := make(map[int64]*acts.DataPoint, len(dps))
+	byKey := make(map[string]*acts.DataPoint, len(dps))
+	for i := range dps {
+		d := &dps[i]
+		byID[d.ID], byTF[d.TemplateFieldID], byKey[d.Key] = d, d, d
+	}
+	fe := apperr.FieldErrors{}
+	seen := make(map[int64]int, len(w.Items))
+	out := make([]resolved, len(w.Items))
+	for i, it := range w.Items {
+		var d *acts.DataPoint
+		if w.single() {
+			d = byID[*w.DataID]
+		} else {
+			d = resolveItem(w, i, it, byID, byTF, byKey, fe)
+		}
+
+		switch {
+		case (it.Value == nil) == (it.Error == nil):
+			fe.Add(w.key(i, "value"), msgExactlyOne)
+		case it.Error != nil && req == nil:
+			fe.Add(w.key(i, "error"), msgErrorNeedsFR)
+		case it.Error != nil && utf8.RuneCountInString(*it.Error) > MaxErrorLength:
+			fe.Add(w.key(i, "error"), fmt.Sprintf("must be at most %d characters", MaxErrorLength))
+		case it.Error != nil && *it.Error == "":
+			fe.Add(w.key(i, "error"), msgErrorEmpty)
+		}
+		if d == nil {
+			continue
+		}
+		if j, dup := seen[d.ID]; dup {
+			fe.Add(w.key(i, ""), fmt.Sprintf("%s (%s)", msgDuplicate, w.key(j, "")))
+			continue
+		}
+		seen[d.ID] = i
+		r := resolved{dp: d, err: it.Error, apply: true}
+		if req != nil {
+			f, ok := fields[d.ID]
+			if !ok || !f.External {
+				fe.Add(w.key(i, ""), fmt.Sprintf("data point %d (%s) %s", d.ID, d.Key, msgNotInSet))
+				continue
+			}
+			r.field = f
+		}
+		if it.Value != nil {
+			opts, err := d.FieldOptions()
+			if err != nil {
+				return nil, err
+			}
+			v, err := fieldtype.Normalize(fieldtype.Type(d.Type), opts, *it.Value)
+			var ve *fieldtype.ValueError
+			switch {
+			case errors.As(err, &ve):
+				fe.Add(w.key(i, "value"), ve.Error())
+				continue
+			case err != nil:
+				return nil, fmt.Errorf("data point %d has an invalid definition: %w", d.ID, err)
+			}
+			r.value = &v
+		}
+		out[i] = r
+	}
+	if err := fe.Err(apperr.Unprocessable, "The data is invalid; nothing was applied."); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// resolveItem finds the data point a bulk item names. Several identifiers
+// must agree.
+func resolveItem(w *Write, i int, it Item, byID, byTF map[int64]*acts.DataPoint, byKey map[string]*acts.DataPoint, fe apperr.FieldErrors) *acts.DataPoint {
+	var found *acts.DataPoint
+	named := false
+	try := func(attr string, d *acts.DataPoint, ok bool, what string) bool {
+		named = true
+		if !ok {
+			fe.Add(w.key(i, attr), fmt.Sprintf("the act has no data point with %s", what))
+			return false
+		}
+		if found != nil && found.ID != d.ID {
+			fe.Add(w.key(i, ""), "id, template_field_id and template_field_key name different data points")
+			return false
+		}
+		found = d
+		return true
+	}
+	if it.ID != nil {
+		d, ok := byID[*it.ID]
+		if !try("id", d, ok, fmt.Sprintf("id %d", *it.ID)) {
+			return nil
+		}
+	}
+	if it.TemplateFieldID != nil {
+		d, ok := byTF[*it.TemplateFieldID]
+		if !try("template_field_id", d, ok, fmt.Sprintf("template_field_id %d", *it.TemplateFieldID)) {
+			return nil
+		}
+	}
+	if it.TemplateFieldKey != nil {
+		d, ok := byKey[*it.TemplateFieldKey]
+		if !try("template_field_key", d, ok, fmt.Sprintf("template_field_key %q", *it.TemplateFieldKey)) {
+			return nil
+		}
+	}
+	if !named {
+		fe.Add(w.key(i, ""), "name the data point by id, template_field_id or template_field_key")
+	}
+	return found
+}
+
+// checkStates is step 2 (spec section 3's table), under the act's lock.
+// An identical re-send of an accepted value or a reported error is accepted
+// again without change, whatever happened since (that is what makes it
+// idempotent for an integration retrying after a lost response). Anything
+// else needs the field to be awaiting, the request unexpired and the field
+// unchanged since the request.
+func checkStates(w *Write, items []resolved, req *Request, now time.Time) error {
+	fe := apperr.FieldErrors{}
+	for i := range items {
+		it := &items[i]
+		f := it.field
+		var msg string
+		switch f.State {
+		case acts.FetchAccepted:
+			switch {
+			case it.value != nil && f.ResultValue != nil && *it.value == *f.ResultValue:
+				it.apply = false
+			case it.value != nil:
+				msg = msgOtherValue
+			default:
+				msg = msgValueTaken
+			}
+		case acts.FetchFailed:
+			if it.err != nil && f.Error != nil && *it.err == *f.Error {
+				it.apply = false
+			} else {
+				msg = msgErrorTaken
+			}
+		case acts.FetchSuperseded:
+			msg = msgSuperseded
+		case acts.FetchAwaiting:
+			switch {
+			case req.Expired(now):
+				msg = fmt.Sprintf("%s at %s", msgExpired, req.ExpiresAt.UTC().Format(time.RFC3339))
+			case it.dp.Revision != f.RevisionSnapshot:
+				msg = fmt.Sprintf("%s (revision %d, the request saw %d)", msgChanged, it.dp.Revision, f.RevisionSnapshot)
+			}
+		default:
+			return fmt.Errorf("fetch: field %d of request %s has unknown state %q", f.DataPointID, req.ID, f.State)
+		}
+		if msg != "" {
+			fe.Add(w.key(i, ""), msg)
+		}
+	}
+	return fe.Err(apperr.Conflict, "The result conflicts with the state of the fetch request; nothing was applied.")
+}
+
+// apply is step 3: one UPDATE of the data points, one of the request's
+// fields, one of the act, and the history in one batch.
+func (s *Service) apply(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *acts.Act, req *Request, items []resolved, now time.Time) error {
+	var (
+		dw   []dpWrite
+		fw   []fieldWrite
+		hist []acts.HistoryEntry
+	)
+	actor := acts.UserActor(p)
+	var rid *string
+	if req != nil {
+		actor, rid = acts.AppActor(p), &req.ID
+	}
+	for i := range items {
+		it := &items[i]
+		if !it.apply {
+			continue
+		}
+		d := it.dp
+		switch {
+		case req != nil && it.value != nil:
+			dw = append(dw, dpWrite{ID: d.ID, Value: it.value, SetSource: true, Bump: true})
+			fw = append(fw, fieldWrite{DataPointID: d.ID, State: acts.FetchAccepted, ResultValue: it.value})
+			hist = append(hist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindValueAccepted, DataPointID: &d.ID,
+				FetchRequestID: rid, OldValue: d.Value, NewValue: it.value})
+			d.Value, d.SourceValue = it.value, it.value
+			d.Revision++
+			d.UpdatedAt = now
+		case req != nil:
+			fw = append(fw, fieldWrite{DataPointID: d.ID, State: acts.FetchFailed, Error: it.err})
+			hist = append(hist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindFetchFailed, DataPointID: &d.ID,
+				FetchRequestID: rid, Error: it.err})
+		default:
+			if d.Value != nil && *d.Value == *it.value {
+				continue // an edit to the same value changes nothing
+			}
+			dw = append(dw, dpWrite{ID: d.ID, Value: it.value, Bump: true})
+			hist = append(hist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindValueEdited, DataPointID: &d.ID,
+				OldValue: d.Value, NewValue: it.value})
+			d.Value = it.value
+			d.Revision++
+			d.UpdatedAt = now
+		}
+	}
+	if len(hist) == 0 {
+		return nil
+	}
+	if err := updateDataPoints(ctx, tx, dw, now); err != nil {
+		return err
+	}
+	if req != nil {
+		if err := updateFields(ctx, tx, req.ID, fw, now); err != nil {
+			return err
+		}
+	}
+	if len(dw) > 0 {
+		if err := tenant.Scope(ctx, tx.Model(&acts.Act{})).Where("uuid = ?", a.UUID).
+			Update("updated_at", now).Error; err != nil {
+			return fmt.Errorf("touch act: %w", err)
+		}
+	}
+	return acts.Record(ctx, tx, actor, now, hist...)
+}

@@ -1,0 +1,173 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/pkg/acts"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
+)
+
+// Acts: CRUD, finalize, duplicate, history and a client's latest act
+// (DESIGN section 4). Reads need acts:read; changes need acts:write and a
+// member or admin role. Only drafts change: a change to a final act is a
+// 400 with errors.status.
+
+// eventOutbox is the outbox the acts and fetch flow write events to.
+func (h *Handlers) eventOutbox() *outbox.Outbox {
+	if h.deps.Outbox != nil {
+		return h.deps.Outbox
+	}
+	return &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: h.deps.Config.WebhookAllowPrivate}}
+}
+
+func (h *Handlers) clock() func() time.Time {
+	if h.deps.Now != nil {
+		return h.deps.Now
+	}
+	return time.Now
+}
+
+func (h *Handlers) actStore() *acts.Store {
+	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Now: h.clock()}
+}
+
+func (h *Handlers) ListActs(ctx context.Context, req api.ListActsRequestObject) (api.ListActsResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
+		return nil, err
+	}
+	pg, err := page.New(req.Params.Page, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	f := acts.Filter{ClientID: req.Params.ClientId}
+	if req.Params.Status != nil {
+		s := string(*req.Params.Status)
+		f.Status = &s
+	}
+	list, total, err := h.actStore().List(ctx, f, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListActs200JSONResponse{Data: make([]api.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
+	for i := range list {
+		s, err := acts.APISummary(&list[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, s)
+	}
+	return out, nil
+}
+
+func (h *Handlers) CreateAct(ctx context.Context, req api.CreateActRequestObject) (api.CreateActResponseObject, error) {
+	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
+	if err != nil {
+		return nil, err
+	}
+	d, err := h.actStore().Create(ctx, p, req.Body.ClientId, req.Body.TemplateId, req.Body.Title)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.API()
+	return api.CreateAct201JSONResponse(a), err
+}
+
+func (h *Handlers) GetAct(ctx context.Context, req api.GetActRequestObject) (api.GetActResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
+		return nil, err
+	}
+	d, err := h.actStore().Get(ctx, req.ActUuid.String())
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.API()
+	return api.GetAct200JSONResponse(a), err
+}
+
+func (h *Handlers) UpdateAct(ctx context.Context, req api.UpdateActRequestObject) (api.UpdateActResponseObject, error) {
+	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
+	if err != nil {
+		return nil, err
+	}
+	d, err := h.actStore().Update(ctx, p, req.ActUuid.String(), req.Body.Title)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.API()
+	return api.UpdateAct200JSONResponse(a), err
+}
+
+func (h *Handlers) DeleteAct(ctx context.Context, req api.DeleteActRequestObject) (api.DeleteActResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write); err != nil {
+		return nil, err
+	}
+	if err := h.actStore().Delete(ctx, req.ActUuid.String()); err != nil {
+		return nil, err
+	}
+	return api.DeleteAct204Response{}, nil
+}
+
+func (h *Handlers) FinalizeAct(ctx context.Context, req api.FinalizeActRequestObject) (api.FinalizeActResponseObject, error) {
+	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
+	if err != nil {
+		return nil, err
+	}
+	d, err := h.actStore().Finalize(ctx, p, req.ActUuid.String())
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.API()
+	return api.FinalizeAct200JSONResponse(a), err
+}
+
+func (h *Handlers) DuplicateAct(ctx context.Context, req api.DuplicateActRequestObject) (api.DuplicateActResponseObject, error) {
+	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
+	if err != nil {
+		return nil, err
+	}
+	d, err := h.actStore().Duplicate(ctx, p, req.ActUuid.String())
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.API()
+	return api.DuplicateAct201JSONResponse(a), err
+}
+
+func (h *Handlers) ListActHistory(ctx context.Context, req api.ListActHistoryRequestObject) (api.ListActHistoryResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
+		return nil, err
+	}
+	pg, err := page.New(req.Params.Page, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	list, total, err := h.actStore().History(ctx, req.ActUuid.String(), pg)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListActHistory200JSONResponse{Data: make([]api.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
+	for i := range list {
+		e, err := acts.APIHistory(&list[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, e)
+	}
+	return out, nil
+}
+
+func (h *Handlers) GetLatestClientAct(ctx context.Context, req api.GetLatestClientActRequestObject) (api.GetLatestClientActResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
+		return nil, err
+	}
+	d, err := h.actStore().LatestForClient(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	a, err := d.API()
+	return api.GetLatestClientAct200JSONResponse(a), err
+}

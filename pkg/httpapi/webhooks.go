@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/webhooks/registry"
+	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
+)
+
+// Webhook registrations and the delivery log (DESIGN section 5). Reading
+// needs webhooks:read; changing needs webhooks:write and a member or admin.
+
+// webhookStore builds the registration store. Deriving the sealing key is a
+// few microseconds, cheaper than the lock a cache would need.
+func (h *Handlers) webhookStore() (*registry.Store, error) {
+	box, err := secretbox.New(h.deps.Config.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: no key to seal signing secrets (FINSVC_SECRET unresolved): %w", err)
+	}
+	n := h.deps.WebhookNotifier
+	if n == nil && h.deps.Outbox != nil {
+		n = h.deps.Outbox.Notifier
+	}
+	return registry.New(h.deps.DB, box, registry.Options{
+		AllowPrivate: h.deps.Config.WebhookAllowPrivate,
+		Notifier:     n,
+	}), nil
+}
+
+func pageOf(page, limit *int) registry.Page {
+	p := registry.Page{Page: 1, Limit: 25}
+	if page != nil {
+		p.Page = *page
+	}
+	if limit != nil {
+		p.Limit = *limit
+	}
+	return p
+}
+
+func webhookView(w *registry.Webhook) api.Webhook {
+	return api.Webhook{
+		Id: w.ID, Event: api.EventKind(w.Event), Target: w.Target, Active: w.Active,
+		CreatedByUserId: w.CreatedByUserID, CreatedByClientId: w.CreatedByClientID,
+		DisabledReason: w.DisabledReason, CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+	}
+}
+
+func webhookWithSecret(w *registry.Webhook, secret string) api.WebhookWithSecret {
+	v := webhookView(w)
+	out := api.WebhookWithSecret{
+		Id: v.Id, Event: v.Event, Target: v.Target, Active: v.Active,
+		CreatedByUserId: v.CreatedByUserId, CreatedByClientId: v.CreatedByClientId,
+		DisabledReason: v.DisabledReason, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		Secret: secret,
+	}
+	if w.PreviousSecretExpiresAt != nil {
+		t := w.PreviousSecretExpiresAt.UTC()
+		out.PreviousSecretExpiresAt = &t
+	}
+	return out
+}
+
+func deliveryView(d *registry.Delivery) (api.Delivery, error) {
+	id, err := uuid.Parse(d.ID)
+	if err != nil {
+		return api.Delivery{}, fmt.Errorf("delivery id %q: %w", d.ID, err)
+	}
+	ev, err := uuid.Parse(d.EventID)
+	if err != nil {
+		return api.Delivery{}, fmt.Errorf("event id %q: %w", d.EventID, err)
+	}
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	return api.Delivery{
+		Id: id, WebhookId: d.WebhookID, EventId: ev, Event: api.EventKind(d.Event),
+		Status: api.DeliveryStatus(d.Status), Attempts: d.Attempts,
+		LastStatusCode: d.LastStatusCode, LastError: d.LastError, ResponseExcerpt: d.ResponseExcerpt,
+		LastAttemptAt: utc(d.LastAttemptAt), NextAttemptAt: utc(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(),
+	}, nil
+}
+
+// ListWebhooks is GET /webhooks.
+func (h *Handlers) ListWebhooks(ctx context.Context, req api.ListWebhooksRequestObject) (api.ListWebhooksResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
+		return nil, err
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	pg := pageOf(req.Params.Page, req.Params.Limit)
+	ws, total, err := s.List(ctx, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListWebhooks200JSONResponse{Data: make([]api.Webhook, 0, len(ws)),
+		Meta: api.PageMeta{CurrentPage: pg.Page, PerPage: pg.Limit, Total: total}}
+	for i := range ws {
+		out.Data = append(out.Data, webhookView(&ws[i]))
+	}
+	return out, nil
+}
+
+// CreateWebhook is POST /webhooks.
+func (h *Handlers) CreateWebhook(ctx context.Context, req api.CreateWebhookRequestObject) (api.CreateWebhookResponseObject, error) {
+	p, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body == nil {
+		return nil, apperr.E(apperr.Invalid, "A JSON body is required.")
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	w, secret, err := s.Create(ctx, p, string(req.Body.Event), req.Body.Target)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateWebhook201JSONResponse(webhookWithSecret(w, secret)), nil
+}
+
+// GetWebhook is GET /webhooks/{id}.
+func (h *Handlers) GetWebhook(ctx context.Context, req api.GetWebhookRequestObject) (api.GetWebhookResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
+		return nil, err
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.Get(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetWebhook200JSONResponse(webhookView(w)), nil
+}
+
+// UpdateWebhook is PATCH /webhooks/{id}.
+func (h *Handlers) UpdateWebhook(ctx context.Context, req api.UpdateWebhookRequestObject) (api.UpdateWebhookResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
+		return nil, err
+	}
+	if req.Body == nil || (req.Body.Target == nil && req.Body.Active == nil) {
+		return nil, apperr.E(apperr.Invalid, "Give target and/or active.")
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.Update(ctx, req.Id, req.Body.Target, req.Body.Active)
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdateWebhook200JSONResponse(webhookView(w)), nil
+}
+
+// DeleteWebhook is DELETE /webhooks/{id}.
+func (h *Handlers) DeleteWebhook(ctx context.Context, req api.DeleteWebhookRequestObject) (api.DeleteWebhookResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
+		return nil, err
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Delete(ctx, req.Id); err != nil {
+		return nil, err
+	}
+	return api.DeleteWebhook204Response{}, nil
+}
+
+// RotateWebhookSecret is POST /webhooks/{id}/rotate-secret.
+func (h *Handlers) RotateWebhookSecret(ctx context.Context, req api.RotateWebhookSecretRequestObject) (api.RotateWebhookSecretResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
+		return nil, err
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	w, secret, err := s.Rotate(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.RotateWebhookSecret200JSONResponse(webhookWithSecret(w, secret)), nil
+}
+
+// ListWebhookDeliveries is GET /webhooks/{id}/deliveries.
+func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req api.ListWebhookDeliveriesRequestObject) (api.ListWebhookDeliveriesResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
+		return nil, err
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	pg := pageOf(req.Params.Page, req.Params.Limit)
+	ds, total, err := s.Deliveries(ctx, req.Id, pg)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListWebhookDeliveries200JSONResponse{Data: make([]api.Delivery, 0, len(ds)),
+		Meta: api.PageMeta{CurrentPage: pg.Page, PerPage: pg.Limit, Total: total}}
+	for i := range ds {
+		v, err := deliveryView(&ds[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, v)
+	}
+	return out, nil
+}
+
+// RedeliverWebhookDelivery is POST /webhooks/{id}/deliveries/{delivery_id}/redeliver.
+func (h *Handlers) RedeliverWebhookDelivery(ctx context.Context, req api.RedeliverWebhookDeliveryRequestObject) (api.RedeliverWebhookDeliveryResponseObject, error) {
+	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
+		return nil, err
+	}
+	s, err := h.webhookStore()
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Redeliver(ctx, req.Id, req.DeliveryId)
+	if err != nil {
+		return nil, err
+	}
+	v, err := deliveryView(d)
+	if err != nil {
+		return nil, err
+	}
+	return api.RedeliverWebhookDelivery202JSONResponse(v), nil
+}

@@ -1,0 +1,177 @@
+package ratelimit_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/config"
+	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/ratelimit"
+	"github.com/finsvc/finsvc/pkg/testdb"
+)
+
+// oauthStub stands in for the token and revocation endpoints (another
+// branch): an RFC 6749 error, which the spec allows.
+func oauthStub(e *echo.Echo) {
+	h := func(c echo.Context) error {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "stub"})
+	}
+	e.POST("/api/oauth/token", h)
+	e.POST("/api/oauth/revoke", h)
+}
+
+// newEnv starts a server limited by cfg's rate (memory, or Redis when
+// redisURL is set) and returns it with its limiter.
+func newEnv(t *testing.T, rps float64, burst int, redisURL string) (*apitest.Env, string) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.RateLimitRPS, cfg.RateLimitBurst, cfg.RedisURL = rps, burst, redisURL
+	// Tenant ids restart at 1 in every fresh test database: a prefix of
+	// its own keeps this test's budgets apart from any other run's.
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "finsvc:test:" + strings.ReplaceAll(t.Name(), "/", "_") + ":" + hex.EncodeToString(b[:]) + ":"
+	l, err := ratelimit.New(cfg, testdb.Logger(), ratelimit.WithKeyPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return apitest.New(t,
+		apitest.WithConfig(func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = rps, burst }),
+		apitest.WithDeps(func(d *httpapi.Deps) {
+			d.Middleware = append(d.Middleware, l.Middleware())
+			d.Routes = append(d.Routes, oauthStub)
+		})), prefix
+}
+
+func header(t *testing.T, r *apitest.Response, name string) int {
+	t.Helper()
+	v, err := strconv.Atoi(r.Header.Get(name))
+	if err != nil {
+		t.Fatalf("%s = %q: %v", name, r.Header.Get(name), err)
+	}
+	return v
+}
+
+func testLimitsPerTenant(t *testing.T, env *apitest.Env) {
+	acme, beta := env.Tenant("acme"), env.Tenant("beta")
+	tok := acme.AdminToken()
+	for i := range 3 {
+		r := acme.Do("GET", "/api/1.0/me", tok, nil)
+		if r.Code == http.StatusTooManyRequests {
+			t.Fatalf("request %d refused within the burst", i)
+		}
+		if header(t, r, "RateLimit-Limit") != 3 || header(t, r, "RateLimit-Remaining") != 2-i {
+			t.Fatalf("request %d: RateLimit-Limit %s, -Remaining %s", i, r.Header.Get("RateLimit-Limit"), r.Header.Get("RateLimit-Remaining"))
+		}
+		if header(t, r, "RateLimit-Reset") < 1 {
+			t.Fatalf("RateLimit-Reset = %s", r.Header.Get("RateLimit-Reset"))
+		}
+	}
+	// Over the limit: 429 in the error format, validated against the spec's
+	// TooManyRequests response (headers included) by the harness.
+	r := acme.Do("GET", "/api/1.0/me", tok, nil).Status(t, http.StatusTooManyRequests)
+	if e := r.Err(t); e.Message == "" || e.Errors == nil {
+		t.Fatalf("429 body not in the error format: %s", r.Body)
+	}
+	if ra := header(t, r, "Retry-After"); ra < 1 || ra > 10 {
+		t.Fatalf("Retry-After = %d, want the wait for one request (10s interval)", ra)
+	}
+	if header(t, r, "RateLimit-Remaining") != 0 {
+		t.Fatal("RateLimit-Remaining not 0 on a 429")
+	}
+	// Even an unauthenticated request counts and is refused (the limit runs
+	// before authentication, so token guessing is limited too).
+	acme.Do("GET", "/api/1.0/me", "", nil).Status(t, http.StatusTooManyRequests)
+
+	// Another tenant has its own budget.
+	if r := beta.Do("GET", "/api/1.0/me", beta.AdminToken(), nil); r.Code == http.StatusTooManyRequests {
+		t.Fatal("beta refused because acme spent its budget")
+	}
+	// The token endpoints have a budget of their own, separate from the API.
+	for i := range 3 {
+		acme.Do("POST", "/api/oauth/token", "", "{}").Status(t, http.StatusBadRequest)
+		_ = i
+	}
+	r = acme.Do("POST", "/api/oauth/revoke", "", "{}").Status(t, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("token endpoint 429 without Retry-After")
+	}
+	// Operational endpoints are never limited.
+	for range 5 {
+		r := env.Do("acme.localhost", "GET", "/healthz", "", nil).Status(t, http.StatusOK)
+		if r.Header.Get("RateLimit-Limit") != "" {
+			t.Fatal("operational endpoint carries rate limit headers")
+		}
+	}
+}
+
+func TestMiddlewareMemory(t *testing.T) {
+	env, _ := newEnv(t, 0.1, 3, "")
+	testLimitsPerTenant(t, env)
+}
+
+func TestMiddlewareRedis(t *testing.T) {
+	url := testdb.RedisURL(t)
+	env, prefix := newEnv(t, 0.1, 3, url)
+	testLimitsPerTenant(t, env)
+	// The budgets really live in Redis (not in the in-process fallback).
+	c, err := ratelimit.OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	keys, err := c.Keys(t.Context(), prefix+"*").Result()
+	if err != nil || len(keys) != 3 { // acme:api, acme:oauth, beta:api
+		t.Fatalf("redis keys under the test prefix: %v, %v; want 3 budgets", keys, err)
+	}
+}
+
+func TestDisabledAddsNothing(t *testing.T) {
+	env, _ := newEnv(t, 0, 0, "")
+	acme := env.Tenant("acme")
+	tok := acme.AdminToken()
+	for range 20 {
+		r := acme.Do("GET", "/api/1.0/me", tok, nil)
+		if r.Code == http.StatusTooManyRequests || r.Header.Get("RateLimit-Limit") != "" {
+			t.Fatalf("disabled limiter limited: %d %v", r.Code, r.Header)
+		}
+	}
+}
+
+// Concurrent requests through the whole server: exactly the burst gets
+// through, the rest are 429 (run with -race).
+func TestMiddlewareConcurrent(t *testing.T) {
+	env, _ := newEnv(t, 0.1, 10, "")
+	acme := env.Tenant("acme")
+	tok := acme.AdminToken()
+	var ok, limited atomic.Int64
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				r := acme.Do("GET", "/api/1.0/me", tok, nil)
+				if r.Code == http.StatusTooManyRequests {
+					limited.Add(1)
+				} else {
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 10 || limited.Load() != 20 {
+		t.Fatalf("passed %d, limited %d; want 10 and 20", ok.Load(), limited.Load())
+	}
+}

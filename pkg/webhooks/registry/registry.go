@@ -1,0 +1,380 @@
+// Package registry stores webhook registrations and serves the delivery log:
+// create, list, read, change, delete, rotate a registration's secret, list
+// its deliveries and queue one again. Every query is tenant-scoped through
+// tenant.Scope; signing secrets are stored sealed (pkg/webhooks/secretbox)
+// and leave this package only at creation and rotation.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/sign"
+)
+
+// RotationOverlap is how long the previous secret keeps signing after a
+// rotation (DESIGN section 5).
+const RotationOverlap = 24 * time.Hour
+
+// Webhook is a registration as the API shows it (never with its secret).
+type Webhook struct {
+	TenantID                 int64      `gorm:"column:tenant_id"`
+	ID                       int64      `gorm:"column:id"`
+	Event                    string     `gorm:"column:event"`
+	Target                   string     `gorm:"column:target"`
+	Active                   bool       `gorm:"column:active"`
+	SecretCiphertext         string     `gorm:"column:secret_ciphertext"`
+	PreviousSecretCiphertext *string    `gorm:"column:previous_secret_ciphertext"`
+	PreviousSecretExpiresAt  *time.Time `gorm:"column:previous_secret_expires_at"`
+	CreatedByUserID          int64      `gorm:"column:created_by_user_id"`
+	CreatedByClientID        *string    `gorm:"column:created_by_client_id"`
+	DisabledReason           *string    `gorm:"column:disabled_reason"`
+	CreatedAt                time.Time  `gorm:"column:created_at"`
+	UpdatedAt                time.Time  `gorm:"column:updated_at"`
+}
+
+// TableName is the GORM table.
+func (Webhook) TableName() string { return "webhooks" }
+
+// Store is the registration store.
+type Store struct {
+	db           *db.DB
+	box          *secretbox.Box
+	allowPrivate bool
+	notifier     outbox.Notifier
+	now          func() time.Time
+}
+
+// Options configures a Store.
+type Options struct {
+	// AllowPrivate admits http:// and private-address targets
+	// (FINSVC_WEBHOOK_ALLOW_PRIVATE; tests and demo only).
+	AllowPrivate bool
+	// Notifier wakes delivery workers after a redelivery is queued.
+	Notifier outbox.Notifier
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+}
+
+// New returns a store sealing secrets with box.
+func New(d *db.DB, box *secretbox.Box, o Options) *Store {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: d, box: box, allowPrivate: o.AllowPrivate, notifier: o.Notifier, now: now}
+}
+
+func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Secrets returns the registration's currently valid signing secrets: the
+// current one and, during a rotation overlap, the previous one. Delivery
+// workers call it for every attempt.
+func (s *Store) Secrets(w *Webhook, now time.Time) ([]string, error) {
+	return OpenSecrets(s.box, w, now)
+}
+
+// OpenSecrets is Secrets for callers holding only the box.
+func OpenSecrets(box *secretbox.Box, w *Webhook, now time.Time) ([]string, error) {
+	ad := secretbox.AD(w.TenantID, w.ID)
+	cur, err := box.Open(w.SecretCiphertext, ad)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %d: %w", w.ID, err)
+	}
+	out := []string{cur}
+	if w.PreviousSecretCiphertext != nil && w.PreviousSecretExpiresAt != nil && now.Before(*w.PreviousSecretExpiresAt) {
+		prev, err := box.Open(*w.PreviousSecretCiphertext, ad)
+		if err != nil {
+			return nil, fmt.Errorf("webhook %d previous secret: %w", w.ID, err)
+		}
+		out = append(out, prev)
+	}
+	return out, nil
+}
+
+// Create registers target for event on behalf of p and returns the
+// registration with its new secret, shown only now.
+func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target string) (w *Webhook, secret string, err error) {
+	defer apperr.Wrap(&err, "registry.Create")
+	fe := apperr.FieldErrors{}
+	if !outbox.ValidKind(event) {
+		fe.Add("event", fmt.Sprintf("must be one of %v", outbox.Kinds))
+	}
+	if msg := ValidateTarget(target, s.allowPrivate); msg != "" {
+		fe.Add("target", msg)
+	}
+	if err := fe.Err(apperr.Invalid, "The webhook registration is invalid."); err != nil {
+		return nil, "", err
+	}
+	secret, err = sign.NewSecret()
+	if err != nil {
+		return nil, "", err
+	}
+	tid := tenant.ID(ctx)
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		id, err := db.NextID(tx, tid, "webhooks")
+		if err != nil {
+			return err
+		}
+		ct, err := s.box.Seal(secret, secretbox.AD(tid, id))
+		if err != nil {
+			return err
+		}
+		w = &Webhook{
+			TenantID: tid, ID: id, Event: event, Target: target, Active: true,
+			SecretCiphertext: ct, CreatedByUserID: p.UserID,
+			CreatedAt: now, UpdatedAt: now,
+		}
+		if p.ClientID != "" {
+			c := p.ClientID
+			w.CreatedByClientID = &c
+		}
+		return tx.Create(w).Error
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return w, secret, nil
+}
+
+// Page bounds a list.
+type Page struct{ Page, Limit int }
+
+func (p Page) offset() int { return (p.Page - 1) * p.Limit }
+
+// List returns a page of the tenant's registrations, oldest first.
+func (s *Store) List(ctx context.Context, pg Page) (ws []Webhook, total int64, err error) {
+	defer apperr.Wrap(&err, "registry.List")
+	q := tenant.Scope(ctx, s.db.Model(&Webhook{}))
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	err = tenant.Scope(ctx, s.db.DB).Order("id").Limit(pg.Limit).Offset(pg.offset()).Find(&ws).Error
+	return ws, total, err
+}
+
+// Get returns one registration; another tenant's is NotFound.
+func (s *Store) Get(ctx context.Context, id int64) (*Webhook, error) {
+	return s.get(ctx, s.db.DB, id)
+}
+
+func (s *Store) get(ctx context.Context, q *gorm.DB, id int64) (*Webhook, error) {
+	var w Webhook
+	err := tenant.Scope(ctx, q).Where("id = ?", id).Take(&w).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.Ef(apperr.NotFound, "webhook %d not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: get webhook %d: %w", id, err)
+	}
+	return &w, nil
+}
+
+// Update changes the target and/or the active flag. Deactivating cancels the
+// registration's pending deliveries; activating clears disabled_reason.
+func (s *Store) Update(ctx context.Context, id int64, target *string, active *bool) (w *Webhook, err error) {
+	defer apperr.Wrap(&err, "registry.Update(%d)", id)
+	if target != nil {
+		if msg := ValidateTarget(*target, s.allowPrivate); msg != "" {
+			return nil, apperr.E(apperr.Invalid, "The webhook registration is invalid.").WithField("target", msg)
+		}
+	}
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		cur, err := s.get(ctx, s.db.ForUpdate(tx), id)
+		if err != nil {
+			return err
+		}
+		set := map[string]any{"updated_at": now}
+		if target != nil {
+			set["target"] = *target
+		}
+		if active != nil {
+			set["active"] = *active
+			if *active {
+				set["disabled_reason"] = nil
+			} else if cur.Active {
+				if err := cancelPending(ctx, tx, id, now); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
+			return err
+		}
+		w, err = s.get(ctx, tx, id)
+		return err
+	})
+	return w, err
+}
+
+// cancelPending cancels the registration's deliveries that wait for an
+// attempt. Deliveries in flight finish; the worker re-checks the
+// registration before each attempt.
+func cancelPending(ctx context.Context, tx *gorm.DB, webhookID int64, now time.Time) error {
+	return tenant.Scope(ctx, tx.Table("deliveries")).
+		Where("webhook_id = ? AND status = 'pending'", webhookID).
+		Updates(map[string]any{"status": "cancelled", "next_attempt_at": nil, "updated_at": now}).Error
+}
+
+// Delete removes the registration. Its deliveries go with it (the delivery
+// log belongs to the registration), which cancels every pending one.
+func (s *Store) Delete(ctx context.Context, id int64) (err error) {
+	defer apperr.Wrap(&err, "registry.Delete(%d)", id)
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tenant.Scope(ctx, tx.Table("deliveries")).Where("webhook_id = ?", id).Delete(nil)
+		if res.Error != nil {
+			return res.Error
+		}
+		res = tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Webhook{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return apperr.Ef(apperr.NotFound, "webhook %d not found", id)
+		}
+		return nil
+	})
+}
+
+// Rotate issues a new secret. The current one becomes the previous secret
+// and keeps signing for RotationOverlap; a still-valid older previous secret
+// is dropped (only two secrets ever sign).
+func (s *Store) Rotate(ctx context.Context, id int64) (w *Webhook, secret string, err error) {
+	defer apperr.Wrap(&err, "registry.Rotate(%d)", id)
+	secret, err = sign.NewSecret()
+	if err != nil {
+		return nil, "", err
+	}
+	tid := tenant.ID(ctx)
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		cur, err := s.get(ctx, s.db.ForUpdate(tx), id)
+		if err != nil {
+			return err
+		}
+		ct, err := s.box.Seal(secret, secretbox.AD(tid, id))
+		if err != nil {
+			return err
+		}
+		set := map[string]any{
+			"secret_ciphertext":          ct,
+			"previous_secret_ciphertext": cur.SecretCiphertext,
+			"previous_secret_expires_at": now.Add(RotationOverlap),
+			"updated_at":                 now,
+		}
+		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
+			return err
+		}
+		w, err = s.get(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return w, secret, nil
+}
+
+// Delivery is one delivery log entry.
+type Delivery struct {
+	ID              string     `gorm:"column:id"`
+	WebhookID       int64      `gorm:"column:webhook_id"`
+	EventID         string     `gorm:"column:event_id"`
+	Event           string     `gorm:"column:event"`
+	Status          string     `gorm:"column:status"`
+	Attempts        int        `gorm:"column:attempts"`
+	LastStatusCode  *int       `gorm:"column:last_status_code"`
+	LastError       *string    `gorm:"column:last_error"`
+	ResponseExcerpt *string    `gorm:"column:response_excerpt"`
+	LastAttemptAt   *time.Time `gorm:"column:last_attempt_at"`
+	NextAttemptAt   *time.Time `gorm:"column:next_attempt_at"`
+	CreatedAt       time.Time  `gorm:"column:created_at"`
+}
+
+const deliveryColumns = "deliveries.id, deliveries.webhook_id, deliveries.event_id, events.kind AS event, deliveries.status, " +
+	"deliveries.attempts, deliveries.last_status_code, deliveries.last_error, deliveries.response_excerpt, " +
+	"deliveries.last_attempt_at, deliveries.next_attempt_at, deliveries.created_at"
+
+func (s *Store) deliveries(ctx context.Context, q *gorm.DB, webhookID int64) *gorm.DB {
+	return tenant.Scope(ctx, q.Table("deliveries")).
+		Joins("JOIN events ON events.tenant_id = deliveries.tenant_id AND events.id = deliveries.event_id").
+		Where("deliveries.webhook_id = ?", webhookID)
+}
+
+// Deliveries returns a page of the registration's delivery log, newest
+// first.
+func (s *Store) Deliveries(ctx context.Context, webhookID int64, pg Page) (ds []Delivery, total int64, err error) {
+	defer apperr.Wrap(&err, "registry.Deliveries(%d)", webhookID)
+	if _, err := s.Get(ctx, webhookID); err != nil {
+		return nil, 0, err
+	}
+	if err := s.deliveries(ctx, s.db.DB, webhookID).Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	err = s.deliveries(ctx, s.db.DB, webhookID).Select(deliveryColumns).
+		Order("deliveries.created_at DESC, deliveries.id").
+		Limit(pg.Limit).Offset(pg.offset()).Scan(&ds).Error
+	return ds, total, err
+}
+
+// Redeliver queues the delivery's event again for this registration: the
+// same event id and payload, signed afresh, attempted now with a fresh
+// retry schedule (attempts restart at 0). A delivery in flight, or one of
+// an inactive registration, is refused with 400.
+func (s *Store) Redeliver(ctx context.Context, webhookID int64, deliveryID uuid.UUID) (d *Delivery, err error) {
+	defer apperr.Wrap(&err, "registry.Redeliver(%d, %s)", webhookID, deliveryID)
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		w, err := s.get(ctx, s.db.ForUpdate(tx), webhookID)
+		if err != nil {
+			return err
+		}
+		var cur Delivery
+		err = s.deliveries(ctx, s.db.ForUpdate(tx), webhookID).Select(deliveryColumns).
+			Where("deliveries.id = ?", deliveryID.String()).Take(&cur).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return apperr.Ef(apperr.NotFound, "delivery %s not found", deliveryID)
+		}
+		if err != nil {
+			return err
+		}
+		if !w.Active {
+			return apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before redelivering.")
+		}
+		if cur.Status == "delivering" {
+			return apperr.E(apperr.Invalid, "An attempt of this delivery is in flight; try again when it has finished.")
+		}
+		res := tenant.Scope(ctx, tx.Table("deliveries")).
+			Where("id = ? AND webhook_id = ? AND status <> 'delivering'", deliveryID.String(), webhookID).
+			Updates(map[string]any{
+				"status": "pending", "attempts": 0, "next_attempt_at": now,
+				"lease_owner": nil, "lease_expires_at": nil, "updated_at": now,
+			})
+		if res.Error != nil {
+			return res.Error
+		}
+		var out Delivery
+		if err := s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).
+			Where("deliveries.id = ?", deliveryID.String()).Take(&out).Error; err != nil {
+			return err
+		}
+		d = &out
+		return nil
+	})
+	if err == nil && s.notifier != nil {
+		s.notifier.Notify()
+	}
+	return d, err
+}
