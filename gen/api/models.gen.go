@@ -1029,7 +1029,7 @@ type FieldDefinition struct {
 // FieldFetchState The state of one field within one fetch request.
 type FieldFetchState string
 
-// FieldOptions Type-specific formatting and validation options. Only the options meaningful for the type are allowed.
+// FieldOptions Type-specific formatting and validation options. Only the options meaningful for the type are allowed; types without options carry null.
 type FieldOptions struct {
 	// Choices `select`: the allowed values.
 	Choices *[]string `json:"choices,omitempty"`
@@ -1189,7 +1189,7 @@ type TableColumn struct {
 	// Name Display name.
 	Name string `json:"name"`
 
-	// Options Type-specific formatting and validation options. Only the options meaningful for the type are allowed.
+	// Options Type-specific formatting and validation options. Only the options meaningful for the type are allowed; types without options carry null.
 	Options *FieldOptions `json:"options,omitempty"`
 
 	// Type The type of a table column; any scalar field type.
