@@ -67,6 +67,9 @@ func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	e := &Env{T: t, Config: config.Default(), Tokens: NewTokens()}
 	e.Config.RateLimitRPS = 0 // tests that want limits turn them on
+	// serve resolves the global secret before building the server; tests
+	// get a fixed one (options may replace it).
+	e.Config.Secret = "apitest-global-secret-0123456789abcdef"
 	for _, o := range opts {
 		o(e)
 	}

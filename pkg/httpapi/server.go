@@ -13,6 +13,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 )
 
 // TenantResolver finds a tenant by its subdomain slug; apperr.NotFound when
@@ -108,6 +110,12 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 	}
 	if deps.Config == nil {
 		deps.Config = config.Default()
+	}
+	// Webhook signing secrets are sealed under a key derived from the global
+	// secret: without it those operations could only fail per request, so
+	// refuse to start instead (serve and demo resolve it before this).
+	if _, err := secretbox.New(deps.Config.Secret); err != nil {
+		return nil, fmt.Errorf("httpapi: the global secret is not resolved (FINSVC_SECRET): %w", err)
 	}
 	e := echo.New()
 	e.HideBanner = true

@@ -190,3 +190,13 @@ func TestBodyTooLarge(t *testing.T) {
 		t.Fatal("no message")
 	}
 }
+
+// Without the global secret, webhook secrets could only fail per request
+// (500s); the server refuses to start instead.
+func TestNewRefusesUnresolvedSecret(t *testing.T) {
+	cfg := config.Default()
+	cfg.Secret = ""
+	if _, err := httpapi.New(httpapi.Deps{Config: cfg}); err == nil || !strings.Contains(err.Error(), "FINSVC_SECRET") {
+		t.Fatalf("New with no secret: %v, want an error naming FINSVC_SECRET", err)
+	}
+}
