@@ -200,3 +200,13 @@ func TestNewRefusesUnresolvedSecret(t *testing.T) {
 		t.Fatalf("New with no secret: %v, want an error naming FINSVC_SECRET", err)
 	}
 }
+
+func TestFormatErrorsArePlain(t *testing.T) {
+	env := apitest.New(t)
+	acme := env.Tenant("acme")
+	tok := acme.AdminToken()
+	e := acme.Do("GET", "/api/1.0/acts/not-a-uuid", tok, nil).Status(t, http.StatusBadRequest).Err(t)
+	if got := e.Errors["act_uuid"]; len(got) != 1 || !strings.HasPrefix(got[0], "must be a UUID") {
+		t.Fatalf("errors = %v, want a plain UUID message", e.Errors)
+	}
+}

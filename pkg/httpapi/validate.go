@@ -141,7 +141,7 @@ func collectBody(v *validationError, err error) {
 		case "type", "required", "properties", "additionalProperties", "minProperties", "nullable", "oneOf", "anyOf", "allOf", "not":
 			v.structural = true
 		}
-		v.fields.Add(field, se.Reason)
+		v.fields.Add(field, schemaMessage(se))
 		return
 	}
 	// Not a schema error: the body did not parse (malformed JSON, wrong
@@ -186,10 +186,27 @@ func isIndex(s string) bool {
 	return true
 }
 
+// schemaMessage is the client-facing text of a schema failure. Format
+// failures get a plain sentence instead of kin-openapi's, which quotes the
+// whole validating regular expression.
+func schemaMessage(se *openapi3.SchemaError) string {
+	if se.SchemaField == "format" && se.Schema != nil {
+		switch se.Schema.Format {
+		case "uuid":
+			return "must be a UUID such as 3f0c1d9e-8a53-4c1e-9a43-0d2b7f7c2a11"
+		case "date-time":
+			return "must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z"
+		case "email":
+			return "must be an email address"
+		}
+	}
+	return se.Reason
+}
+
 func paramMessage(re *openapi3filter.RequestError) string {
 	var se *openapi3.SchemaError
 	if errors.As(re.Err, &se) {
-		return se.Reason
+		return schemaMessage(se)
 	}
 	if re.Err != nil {
 		return firstLine(re.Err.Error())
