@@ -91,6 +91,9 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 	}
 	defer dl.Stop()
 	srv.OnShutdown(dl.Stop)
+	stopJanitor := startJanitor(ctx, d, logger)
+	defer stopJanitor()
+	srv.OnShutdown(stopJanitor)
 	h, err := buildHandler(d, cfg, logger, dl.Deps)
 	if err != nil {
 		return fmt.Errorf("build HTTP handler: %w", err)

@@ -56,6 +56,9 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	}
 	defer dl.Stop()
 	srv.OnShutdown(dl.Stop) // drain deliveries alongside in-flight requests
+	stopJanitor := startJanitor(ctx, d, logger)
+	defer stopJanitor()
+	srv.OnShutdown(stopJanitor)
 	h, err := buildHandler(d, cfg, logger, dl.Deps)
 	if err != nil {
 		srv.Close()

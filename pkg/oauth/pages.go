@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -135,7 +137,20 @@ func (s *Service) handleLogin(c echo.Context) error {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
 	}
 	email := c.FormValue("email")
+	done, wait, ok := s.logins.begin(tenant.ID(ctx), email, clientIP(c.Request(), s.cfg.TrustProxy))
+	if !ok {
+		// The email stays out of the log (personal data); the tenant and
+		// request id are on the access log line.
+		s.log.Warn("login throttled", "tenant", tenant.ID(ctx), "retry_after", wait.Round(time.Second))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		return s.render(c, http.StatusTooManyRequests, "login", &page{Title: "Sign in", Next: next, Email: email,
+			Message: "Too many sign-in attempts. Try again later.", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+	}
+	// The slot is given back even if the check panics.
+	failed, succeeded := false, false
+	defer func() { done(failed, succeeded) }()
 	u, err := s.users.Authenticate(ctx, email, c.FormValue("password"))
+	failed, succeeded = apperr.Is(err, apperr.Unauthenticated), err == nil
 	if apperr.Is(err, apperr.Unauthenticated) {
 		return s.render(c, http.StatusUnauthorized, "login", &page{Title: "Sign in", Next: next, Email: email,
 			Message: "Invalid email or password.", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})

@@ -46,6 +46,7 @@ type Service struct {
 	secret   []byte
 	pages    *template.Template
 	now      func() time.Time
+	logins   *loginThrottle
 }
 
 // New builds the service. cfg.Secret must be set (config.ResolveSecret):
@@ -88,11 +89,13 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
+	svc := &Service{
 		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: true}), cfg: cfg, log: log, store: st, users: users.NewStore(d),
 		provider: provider, strategy: strategy, enigma: enigma,
 		secret: []byte(cfg.Secret), pages: pages, now: time.Now,
-	}, nil
+	}
+	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })
+	return svc, nil
 }
 
 // Store returns the fosite storage (tests, maintenance).
