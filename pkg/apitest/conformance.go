@@ -160,3 +160,41 @@ func (v *ValidatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	}
 	return resp, nil
 }
+
+// eventSchemas maps an event kind to the schema its delivery body must
+// match (the request bodies of the callbacks on createWebhook).
+var eventSchemas = map[string]string{
+	"act.fetch_data": "ActFetchDataEvent",
+	"act.created":    "ActCreatedEvent",
+	"act.duplicated": "ActDuplicatedEvent",
+}
+
+// ValidateEvent checks a webhook delivery body against the OpenAPI
+// document: the schema of its event kind, formats included.
+func ValidateEvent(body []byte) error {
+	spec, err := httpapi.Spec()
+	if err != nil {
+		return err
+	}
+	var v map[string]any
+	if err := jsonUnmarshal(body, &v); err != nil {
+		return fmt.Errorf("event body is not a JSON object: %w", err)
+	}
+	kind, _ := v["event"].(string)
+	name, ok := eventSchemas[kind]
+	if !ok {
+		return fmt.Errorf("unknown event kind %q", kind)
+	}
+	ref := spec.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("the document has no schema %s", name)
+	}
+	var generic any
+	if err := jsonUnmarshal(body, &generic); err != nil {
+		return err
+	}
+	if err := ref.Value.VisitJSON(generic, openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("%s delivery does not match %s: %w", kind, name, err)
+	}
+	return nil
+}

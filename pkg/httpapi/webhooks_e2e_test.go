@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -57,12 +58,20 @@ func newE2EReceiver(t *testing.T) *e2eReceiver {
 		r.mu.Lock()
 		fetch, secret := r.fetch, r.secrets[req.URL.Path]
 		r.mu.Unlock()
+		body, _ := io.ReadAll(req.Body)
+		// Every delivery must match its callback schema in the document,
+		// like every response the tests see.
+		if err := apitest.ValidateEvent(body); err != nil {
+			r.bad <- req.URL.Path + ": " + err.Error()
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		if req.URL.Path == "/fetch" {
+			req.Body = io.NopCloser(bytes.NewReader(body))
 			fetch.ServeHTTP(w, req)
 			r.fetched <- struct{}{}
 			return
 		}
-		body, _ := io.ReadAll(req.Body)
 		if err := sign.Verify(secret, req.Header.Get(sign.HeaderSignature), body, time.Now()); err != nil {
 			r.bad <- req.URL.Path + ": " + err.Error()
 			w.WriteHeader(http.StatusUnauthorized)
