@@ -32,6 +32,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 )
 
 // Delivery outcomes for DeliveryOutcome.
@@ -229,13 +230,13 @@ func (o *outboxDepth) depth() (float64, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	var n int64
-	err := o.db.WithContext(ctx).Raw(`SELECT count(*) FROM deliveries WHERE status IN ('pending', 'delivering')`).Scan(&n).Error
+	// The delivery package owns the deliveries table and its depth query.
+	pending, delivering, err := delivery.Depth(ctx, o.db)
 	if err != nil {
 		o.errs.Inc()
 		o.ok = false
 		return 0, false
 	}
-	o.at, o.value, o.ok = now, float64(n), true
+	o.at, o.value, o.ok = now, float64(pending+delivering), true
 	return o.value, true
 }
