@@ -7,10 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/oauth"
-	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
 func init() {
@@ -60,18 +58,11 @@ func runAppCreate(ctx context.Context, c *cli, args []string) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}
-	d, err := openDB(ctx, cfg, c)
+	d, t, err := openTenantDB(ctx, cfg, c, *slug)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	t, err := tenant.NewStore(d).BySlug(ctx, *slug)
-	if apperr.Is(err, apperr.NotFound) {
-		return fmt.Errorf("tenant %q not found (create it with 'finsvc tenant create %s')", *slug, *slug)
-	}
-	if err != nil {
-		return err
-	}
 	id, secret, err := oauth.CreateApp(ctx, d, t.ID, *name, uris, strings.Fields(strings.ReplaceAll(*scopes, ",", " ")))
 	if err != nil {
 		return err

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
 // flagSet returns a FlagSet that reports errors to us instead of printing:
@@ -114,6 +116,24 @@ func openDB(ctx context.Context, cfg *config.Config, c *cli) (*db.DB, error) {
 		}
 	}
 	return d, nil
+}
+
+// openTenantDB opens the database (see openDB) and finds tenant slug in
+// it, for the commands that act inside one tenant.
+func openTenantDB(ctx context.Context, cfg *config.Config, c *cli, slug string) (*db.DB, *tenant.Tenant, error) {
+	d, err := openDB(ctx, cfg, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := tenant.NewStore(d).BySlug(ctx, slug)
+	if err != nil {
+		d.Close()
+		if apperr.Is(err, apperr.NotFound) {
+			return nil, nil, fmt.Errorf("tenant %q not found (create it with 'finsvc tenant create %s')", slug, slug)
+		}
+		return nil, nil, err
+	}
+	return d, t, nil
 }
 
 // dbFlags are the settings every database command takes.

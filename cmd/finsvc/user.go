@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -47,18 +46,11 @@ func runUserCreate(ctx context.Context, c *cli, args []string) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}
-	d, err := openDB(ctx, cfg, c)
+	d, t, err := openTenantDB(ctx, cfg, c, *slug)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	t, err := tenant.NewStore(d).BySlug(ctx, *slug)
-	if apperr.Is(err, apperr.NotFound) {
-		return fmt.Errorf("tenant %q not found (create it with 'finsvc tenant create %s')", *slug, *slug)
-	}
-	if err != nil {
-		return err
-	}
 	pw, generated := *password, false
 	if pw == "" {
 		pw, generated = users.GeneratePassword(), true
