@@ -214,7 +214,10 @@ func isUpperCode(s string) bool {
 // checkLabel checks a short single-line string such as a choice or a column
 // name: valid UTF-8, no control characters, no surrounding white space (which
 // would make "Yes" and "Yes " two different choices that look the same).
-func checkLabel(s string, maxRunes int) string {
+// CheckLabel checks a display label (a name or choice): non-empty, valid
+// UTF-8, at most maxRunes characters, no surrounding white space and no
+// control characters. It returns the reason, or "" when s is fine.
+func CheckLabel(s string, maxRunes int) string {
 	switch {
 	case s == "":
 		return "must not be empty"
@@ -246,7 +249,7 @@ func checkChoices(choices []string, key string, errs *fieldErrs) map[string]int 
 	seen := make(map[string]int, len(choices))
 	for i, c := range choices {
 		k := key + "[" + strconv.Itoa(i) + "]"
-		if reason := checkLabel(c, MaxChoiceLength); reason != "" {
+		if reason := CheckLabel(c, MaxChoiceLength); reason != "" {
 			errs.add(k, reason)
 			continue
 		}
@@ -275,14 +278,14 @@ func compileColumns(cols []Column, key string, errs *fieldErrs) []column {
 	seen := make(map[string]int, len(cols))
 	for i, c := range cols {
 		p := key + "[" + strconv.Itoa(i) + "]."
-		if !isColumnKey(c.Key) {
+		if !ValidKey(c.Key) {
 			errs.add(p+"key", "must match ^[a-z][a-z0-9_]{0,62}$")
 		} else if j, dup := seen[c.Key]; dup {
 			errs.add(p+"key", "duplicates the key of column "+strconv.Itoa(j))
 		} else {
 			seen[c.Key] = i
 		}
-		if reason := checkLabel(c.Name, MaxNameLength); reason != "" {
+		if reason := CheckLabel(c.Name, MaxNameLength); reason != "" {
 			errs.add(p+"name", reason)
 		}
 		var cs *spec
@@ -299,10 +302,10 @@ func compileColumns(cols []Column, key string, errs *fieldErrs) []column {
 	return out
 }
 
-// isColumnKey reports whether k matches ^[a-z][a-z0-9_]{0,62}$: keys are
-// JSON object keys in every row and likely identifiers in integrations, so
-// they are kept plain.
-func isColumnKey(k string) bool {
+// ValidKey reports whether k matches ^[a-z][a-z0-9_]{0,62}$, the grammar of
+// template field keys and table column keys alike: keys are JSON object keys
+// in every row and identifiers in integrations, so they are kept plain.
+func ValidKey(k string) bool {
 	if k == "" || len(k) > 63 || k[0] < 'a' || k[0] > 'z' {
 		return false
 	}

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -18,7 +16,6 @@ import (
 const (
 	MaxNameLength = 200
 	MaxFields     = 500
-	MaxKeyLength  = 63
 )
 
 // Input is a template to create, or the new content of one.
@@ -131,7 +128,7 @@ func validate(in Input) ([]field, error) {
 	for i, f := range in.Fields {
 		p := "fields[" + strconv.Itoa(i) + "]."
 		switch {
-		case !validKey(f.Key):
+		case !fieldtype.ValidKey(f.Key):
 			fe.Add(p+"key", "must match ^[a-z][a-z0-9_]{0,62}$")
 		default:
 			if j, dup := seen[f.Key]; dup {
@@ -178,31 +175,11 @@ func validate(in Input) ([]field, error) {
 	return out, nil
 }
 
-func validKey(k string) bool {
-	if k == "" || len(k) > MaxKeyLength || k[0] < 'a' || k[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(k); i++ {
-		c := k[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			return false
-		}
-	}
-	return true
-}
-
+// checkLabel is fieldtype.CheckLabel (one rule for every display label),
+// except that a blank name reads as missing rather than as white space.
 func checkLabel(s string, maxLen int) string {
-	switch {
-	case strings.TrimSpace(s) == "":
+	if strings.TrimSpace(s) == "" {
 		return "is required"
-	case !utf8.ValidString(s):
-		return "must be valid UTF-8"
-	case utf8.RuneCountInString(s) > maxLen:
-		return fmt.Sprintf("must be at most %d characters", maxLen)
-	case strings.TrimSpace(s) != s:
-		return "must not begin or end with white space"
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return "must not contain control characters"
 	}
-	return ""
+	return fieldtype.CheckLabel(s, maxLen)
 }
