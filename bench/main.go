@@ -89,19 +89,11 @@ func (o options) want(s string) bool {
 }
 
 func runBench(ctx context.Context, o options, out io.Writer) error {
-	url, drop, err := freshDatabase(ctx, o.databaseURL)
+	d, url, done, err := openFresh(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
-	defer drop()
-	d, err := db.Open(ctx, url, "", nil)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Migrate(ctx); err != nil {
-		return err
-	}
+	defer done()
 	e, err := start(ctx, d, url, !o.noTokenCache, io.Discard)
 	if err != nil {
 		return err

@@ -459,3 +459,24 @@ func (e *env) seedBulk(ctx context.Context, clientID int64, n, fields int) ([]bu
 	}
 	return out, nil
 }
+
+// openFresh creates a fresh database next to databaseURL, opens and
+// migrates it, and returns it with its URL and a func that closes and drops
+// it (the benchmark and the soak both start this way).
+func openFresh(ctx context.Context, databaseURL string) (d *db.DB, url string, done func(), err error) {
+	url, drop, err := freshDatabase(ctx, databaseURL)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	d, err = db.Open(ctx, url, "", nil)
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
+	if err := d.Migrate(ctx); err != nil {
+		d.Close()
+		drop()
+		return nil, "", nil, err
+	}
+	return d, url, func() { d.Close(); drop() }, nil
+}

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/integration"
 	"github.com/finsvc/finsvc/pkg/outbox"
@@ -38,19 +37,11 @@ type soakOp struct {
 // fails on any error other than 429, and reports p99 per kind and the RSS
 // of the process (server, worker, receiver and generator) at start and end.
 func runSoak(ctx context.Context, o options, out io.Writer) error {
-	url, drop, err := freshDatabase(ctx, o.databaseURL)
+	d, url, done, err := openFresh(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
-	defer drop()
-	d, err := db.Open(ctx, url, "", nil)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Migrate(ctx); err != nil {
-		return err
-	}
+	defer done()
 	var worker *delivery.Worker
 	var hookErr error
 	e, err := start(ctx, d, url, true, io.Discard, func(deps *httpapi.Deps) {
