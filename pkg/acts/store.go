@@ -81,6 +81,20 @@ func Lock(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID string) (*Act, err
 	return &a, nil
 }
 
+// LockEditable is Lock for writers that change the act or its data: it
+// also enforces the editability rule (drafts only), with the 400 every such
+// writer answers for a final act.
+func LockEditable(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID string) (*Act, error) {
+	a, err := Lock(ctx, d, tx, actUUID)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Editable() {
+		return nil, ErrNotEditable(a)
+	}
+	return a, nil
+}
+
 // Create makes a draft act of client clientID from template templateID,
 // with one data point per template field, in one transaction that also
 // records the act_created history entry and the act.created event.
@@ -270,12 +284,9 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, actUUID, title st
 	defer apperr.Wrap(&err, "acts.Update(%s)", actUUID)
 	var out *Detail
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		a, err := Lock(ctx, s.DB, tx, actUUID)
+		a, err := LockEditable(ctx, s.DB, tx, actUUID)
 		if err != nil {
 			return err
-		}
-		if !a.Editable() {
-			return ErrNotEditable(a)
 		}
 		now := s.now()
 		old := a.Title

@@ -66,12 +66,9 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 	defer apperr.Wrap(&err, "fetch.CreateRequest(%s)", actUUID)
 	var out *View
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		a, err := acts.Lock(ctx, s.DB, tx, actUUID)
+		a, err := acts.LockEditable(ctx, s.DB, tx, actUUID)
 		if err != nil {
 			return err
-		}
-		if !a.Editable() {
-			return acts.ErrNotEditable(a)
 		}
 		var dps []acts.DataPoint
 		if err := s.DB.ForUpdate(tenant.Scope(ctx, tx)).Where("act_uuid = ? AND id IN ?", a.UUID, ids).

@@ -120,12 +120,9 @@ func (s *Service) Apply(ctx context.Context, actUUID string, w Write) (_ *Result
 	}
 	var out *Result
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		a, err := acts.Lock(ctx, s.DB, tx, actUUID)
+		a, err := acts.LockEditable(ctx, s.DB, tx, actUUID)
 		if err != nil {
 			return err
-		}
-		if !a.Editable() {
-			return acts.ErrNotEditable(a)
 		}
 		now := s.now()
 
