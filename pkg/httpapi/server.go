@@ -77,6 +77,7 @@ type Deps struct {
 // fails the build.
 type Handlers struct {
 	deps Deps
+	box  *secretbox.Box // seals webhook signing secrets
 }
 
 var _ api.StrictServerInterface = (*Handlers)(nil)
@@ -113,8 +114,10 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 	}
 	// Webhook signing secrets are sealed under a key derived from the global
 	// secret: without it those operations could only fail per request, so
-	// refuse to start instead (serve and demo resolve it before this).
-	if _, err := secretbox.New(deps.Config.Secret); err != nil {
+	// refuse to start instead (serve and demo resolve it before this). The box
+	// is derived once here and shared by the webhook handlers.
+	box, err := secretbox.New(deps.Config.Secret)
+	if err != nil {
 		return nil, fmt.Errorf("httpapi: the global secret is not resolved (FINSVC_SECRET): %w", err)
 	}
 	e := echo.New()
@@ -135,7 +138,7 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handlers{deps: deps}
+	h := &Handlers{deps: deps, box: box}
 	strict := api.NewStrictHandler(h, nil)
 	apiGroup := e.Group("", bearerAuth(deps.Auth), validator)
 	api.RegisterHandlers(apiGroup, strict)

@@ -11,27 +11,22 @@ import (
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
-	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 )
 
 // Webhook registrations and the delivery log (DESIGN section 5). Reading
 // needs webhooks:read; changing needs webhooks:write and a member or admin.
 
-// webhookStore builds the registration store. Deriving the sealing key is a
-// few microseconds, cheaper than the lock a cache would need.
-func (h *Handlers) webhookStore() (*registry.Store, error) {
-	box, err := secretbox.New(h.deps.Config.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: no key to seal signing secrets (FINSVC_SECRET unresolved): %w", err)
-	}
+// webhookStore builds the registration store over the sealing box derived
+// once at startup (NewEcho).
+func (h *Handlers) webhookStore() *registry.Store {
 	n := h.deps.WebhookNotifier
 	if n == nil && h.deps.Outbox != nil {
 		n = h.deps.Outbox.Notifier
 	}
-	return registry.New(h.deps.DB, box, registry.Options{
+	return registry.New(h.deps.DB, h.box, registry.Options{
 		AllowPrivate: h.deps.Config.WebhookAllowPrivate,
 		Notifier:     n,
-	}), nil
+	})
 }
 
 func pageOf(page, limit *int) registry.Page {
@@ -97,10 +92,7 @@ func (h *Handlers) ListWebhooks(ctx context.Context, req api.ListWebhooksRequest
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
 		return nil, err
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	pg := pageOf(req.Params.Page, req.Params.Limit)
 	ws, total, err := s.List(ctx, pg)
 	if err != nil {
@@ -123,10 +115,7 @@ func (h *Handlers) CreateWebhook(ctx context.Context, req api.CreateWebhookReque
 	if req.Body == nil {
 		return nil, apperr.E(apperr.Invalid, "A JSON body is required.")
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	w, secret, err := s.Create(ctx, p, string(req.Body.Event), req.Body.Target)
 	if err != nil {
 		return nil, err
@@ -139,10 +128,7 @@ func (h *Handlers) GetWebhook(ctx context.Context, req api.GetWebhookRequestObje
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
 		return nil, err
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	w, err := s.Get(ctx, req.Id)
 	if err != nil {
 		return nil, err
@@ -158,10 +144,7 @@ func (h *Handlers) UpdateWebhook(ctx context.Context, req api.UpdateWebhookReque
 	if req.Body == nil || (req.Body.Target == nil && req.Body.Active == nil) {
 		return nil, apperr.E(apperr.Invalid, "Give target and/or active.")
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	w, err := s.Update(ctx, req.Id, req.Body.Target, req.Body.Active)
 	if err != nil {
 		return nil, err
@@ -174,10 +157,7 @@ func (h *Handlers) DeleteWebhook(ctx context.Context, req api.DeleteWebhookReque
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
 		return nil, err
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	if err := s.Delete(ctx, req.Id); err != nil {
 		return nil, err
 	}
@@ -189,10 +169,7 @@ func (h *Handlers) RotateWebhookSecret(ctx context.Context, req api.RotateWebhoo
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
 		return nil, err
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	w, secret, err := s.Rotate(ctx, req.Id)
 	if err != nil {
 		return nil, err
@@ -205,10 +182,7 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req api.ListWebhoo
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
 		return nil, err
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	pg := pageOf(req.Params.Page, req.Params.Limit)
 	ds, total, err := s.Deliveries(ctx, req.Id, pg)
 	if err != nil {
@@ -231,10 +205,7 @@ func (h *Handlers) RedeliverWebhookDelivery(ctx context.Context, req api.Redeliv
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
 		return nil, err
 	}
-	s, err := h.webhookStore()
-	if err != nil {
-		return nil, err
-	}
+	s := h.webhookStore()
 	d, err := s.Redeliver(ctx, req.Id, req.DeliveryId)
 	if err != nil {
 		return nil, err
