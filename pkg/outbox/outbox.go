@@ -153,41 +153,12 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (int, error) {
 		}
 	}
 	if o.Notifier != nil {
-		// Wake workers once the transaction commits; before that the rows are
-		// invisible to them, and after a rollback they never exist.
-		notifyAfterCommit(ctx, o.Notifier)
+		// In-process wake-up. It fires before the commit (GORM has no commit
+		// hook): on SQLite the woken worker's claim waits for this
+		// transaction's write lock, so it sees the rows once they commit; a
+		// wake-up that finds nothing (rollback) costs one empty claim, and the
+		// poll fallback covers anything missed.
+		o.Notifier.Notify()
 	}
 	return len(rows), nil
-}
-
-// notifyAfterCommit defers n.Notify to after tx commits when possible. GORM
-// has no commit hook, so callers that want an immediate wake-up also poll; a
-// notification that arrives early finds nothing and the poll catches up.
-func notifyAfterCommit(ctx context.Context, n Notifier) {
-	if hooks, ok := ctx.Value(afterCommitKey{}).(*AfterCommit); ok {
-		hooks.Add(n.Notify)
-		return
-	}
-	n.Notify()
-}
-
-type afterCommitKey struct{}
-
-// AfterCommit collects functions to run once a transaction has committed.
-type AfterCommit struct{ fns []func() }
-
-// Add queues fn.
-func (a *AfterCommit) Add(fn func()) { a.fns = append(a.fns, fn) }
-
-// Run runs the queued functions.
-func (a *AfterCommit) Run() {
-	for _, fn := range a.fns {
-		fn()
-	}
-}
-
-// WithAfterCommit returns ctx carrying a; pass the ctx to the transaction
-// (tx.WithContext) and call a.Run after Commit succeeds.
-func WithAfterCommit(ctx context.Context, a *AfterCommit) context.Context {
-	return context.WithValue(ctx, afterCommitKey{}, a)
 }
