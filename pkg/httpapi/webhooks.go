@@ -10,6 +10,7 @@ import (
 	"github.com/finsvc/finsvc/gen/api"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 )
 
@@ -27,17 +28,6 @@ func (h *Handlers) webhookStore() *registry.Store {
 		AllowPrivate: h.deps.Config.WebhookAllowPrivate,
 		Notifier:     n,
 	})
-}
-
-func pageOf(page, limit *int) registry.Page {
-	p := registry.Page{Page: 1, Limit: 25}
-	if page != nil {
-		p.Page = *page
-	}
-	if limit != nil {
-		p.Limit = *limit
-	}
-	return p
 }
 
 func webhookView(w *registry.Webhook) api.Webhook {
@@ -93,13 +83,16 @@ func (h *Handlers) ListWebhooks(ctx context.Context, req api.ListWebhooksRequest
 		return nil, err
 	}
 	s := h.webhookStore()
-	pg := pageOf(req.Params.Page, req.Params.Limit)
+	pg, err := page.New(req.Params.Page, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
 	ws, total, err := s.List(ctx, pg)
 	if err != nil {
 		return nil, err
 	}
 	out := api.ListWebhooks200JSONResponse{Data: make([]api.Webhook, 0, len(ws)),
-		Meta: api.PageMeta{CurrentPage: pg.Page, PerPage: pg.Limit, Total: total}}
+		Meta: pg.Meta(total)}
 	for i := range ws {
 		out.Data = append(out.Data, webhookView(&ws[i]))
 	}
@@ -183,13 +176,16 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req api.ListWebhoo
 		return nil, err
 	}
 	s := h.webhookStore()
-	pg := pageOf(req.Params.Page, req.Params.Limit)
+	pg, err := page.New(req.Params.Page, req.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
 	ds, total, err := s.Deliveries(ctx, req.Id, pg)
 	if err != nil {
 		return nil, err
 	}
 	out := api.ListWebhookDeliveries200JSONResponse{Data: make([]api.Delivery, 0, len(ds)),
-		Meta: api.PageMeta{CurrentPage: pg.Page, PerPage: pg.Limit, Total: total}}
+		Meta: pg.Meta(total)}
 	for i := range ds {
 		v, err := deliveryView(&ds[i])
 		if err != nil {

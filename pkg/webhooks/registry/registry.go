@@ -18,6 +18,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
@@ -149,19 +150,14 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 	return w, secret, nil
 }
 
-// Page bounds a list.
-type Page struct{ Page, Limit int }
-
-func (p Page) offset() int { return (p.Page - 1) * p.Limit }
-
 // List returns a page of the tenant's registrations, oldest first.
-func (s *Store) List(ctx context.Context, pg Page) (ws []Webhook, total int64, err error) {
+func (s *Store) List(ctx context.Context, pg page.Request) (ws []Webhook, total int64, err error) {
 	defer apperr.Wrap(&err, "registry.List")
 	q := tenant.Scope(ctx, s.db.Model(&Webhook{}))
 	if err := q.Count(&total).Error; err != nil {
 		return nil, 0, err
 	}
-	err = tenant.Scope(ctx, s.db.DB).Order("id").Limit(pg.Limit).Offset(pg.offset()).Find(&ws).Error
+	err = tenant.Scope(ctx, s.db.DB).Order("id").Limit(pg.Limit).Offset(pg.Offset()).Find(&ws).Error
 	return ws, total, err
 }
 
@@ -315,7 +311,7 @@ func (s *Store) deliveries(ctx context.Context, q *gorm.DB, webhookID int64) *go
 
 // Deliveries returns a page of the registration's delivery log, newest
 // first.
-func (s *Store) Deliveries(ctx context.Context, webhookID int64, pg Page) (ds []Delivery, total int64, err error) {
+func (s *Store) Deliveries(ctx context.Context, webhookID int64, pg page.Request) (ds []Delivery, total int64, err error) {
 	defer apperr.Wrap(&err, "registry.Deliveries(%d)", webhookID)
 	if _, err := s.Get(ctx, webhookID); err != nil {
 		return nil, 0, err
@@ -325,7 +321,7 @@ func (s *Store) Deliveries(ctx context.Context, webhookID int64, pg Page) (ds []
 	}
 	err = s.deliveries(ctx, s.db.DB, webhookID).Select(deliveryColumns).
 		Order("deliveries.created_at DESC, deliveries.id").
-		Limit(pg.Limit).Offset(pg.offset()).Scan(&ds).Error
+		Limit(pg.Limit).Offset(pg.Offset()).Scan(&ds).Error
 	return ds, total, err
 }
 
