@@ -12,6 +12,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/demo"
 	"github.com/finsvc/finsvc/pkg/oauth"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -50,7 +51,7 @@ func TestSeed(t *testing.T) {
 		if _, err := users.NewStore(d).Authenticate(ctx, info.AdminEmail, info2.AdminPassword); err != nil {
 			t.Errorf("new password after re-seed: %v", err)
 		}
-		if _, total, _ := users.NewStore(d).List(ctx, 1, 10); total != 1 {
+		if _, total, _ := users.NewStore(d).List(ctx, page.Request{Page: 1, Limit: 10}); total != 1 {
 			t.Errorf("re-seed created %d users, want 1", total)
 		}
 

@@ -26,7 +26,7 @@ func (h *Handlers) ListUsers(ctx context.Context, req api.ListUsersRequestObject
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := users.NewStore(h.deps.DB).List(ctx, pr.Page, pr.Limit)
+	list, total, err := users.NewStore(h.deps.DB).List(ctx, pr)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
@@ -38,12 +39,10 @@ func (User) TableName() string { return "users" }
 // Sequence is the db.NextIDs sequence name for user ids.
 const Sequence = "users"
 
-// Pagination bounds (DESIGN section 4).
+// Field bounds.
 const (
-	DefaultLimit = 25
-	MaxLimit     = 100
-	maxNameLen   = 200
-	maxEmailLen  = 254
+	maxNameLen  = 200
+	maxEmailLen = 254
 )
 
 // Store reads and writes users of the tenant in the context.
@@ -152,16 +151,9 @@ func one(u *User, err error, format string, args ...any) (*User, error) {
 }
 
 // List returns one page of the current tenant's users ordered by id, and
-// the total count: two queries. page starts at 1; limit is 1..MaxLimit.
-func (s *Store) List(ctx context.Context, page, limit int) ([]User, int64, error) {
-	fe := apperr.FieldErrors{}
-	if page < 1 {
-		fe.Add("page", "must be at least 1")
-	}
-	if limit < 1 || limit > MaxLimit {
-		fe.Add("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
-	}
-	if err := fe.Err(apperr.Invalid, "invalid pagination"); err != nil {
+// the total count: two queries (one past the end), with pkg/page's rules.
+func (s *Store) List(ctx context.Context, pr page.Request) ([]User, int64, error) {
+	if err := pr.Validate(); err != nil {
 		return nil, 0, err
 	}
 	var total int64
@@ -169,10 +161,10 @@ func (s *Store) List(ctx context.Context, page, limit int) ([]User, int64, error
 		return nil, 0, fmt.Errorf("users.List: count: %w", err)
 	}
 	users := []User{}
-	if total == 0 || int64(page-1)*int64(limit) >= total {
+	if pr.Beyond(total) {
 		return users, total, nil
 	}
-	err := tenant.Scope(ctx, s.db.DB).Order("id").Limit(limit).Offset((page - 1) * limit).Find(&users).Error
+	err := tenant.Scope(ctx, s.db.DB).Order("id").Limit(pr.Limit).Offset(pr.Offset()).Find(&users).Error
 	if err != nil {
 		return nil, 0, fmt.Errorf("users.List: %w", err)
 	}

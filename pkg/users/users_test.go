@@ -7,6 +7,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -127,11 +128,11 @@ func TestTenantIsolation(t *testing.T) {
 			t.Errorf("B ByEmail(shared) = %+v, %v", got, err)
 		}
 
-		la, ta, err := s.List(ctxA, 1, 25)
+		la, ta, err := s.List(ctxA, page.Request{Page: 1, Limit: 25})
 		if err != nil || ta != 2 || len(la) != 2 {
 			t.Errorf("A List = %d users, total %d, %v; want 2, 2", len(la), ta, err)
 		}
-		lb, tb, err := s.List(ctxB, 1, 25)
+		lb, tb, err := s.List(ctxB, page.Request{Page: 1, Limit: 25})
 		if err != nil || tb != 1 || len(lb) != 1 || lb[0].Name != "B one" {
 			t.Errorf("B List = %+v, total %d, %v", lb, tb, err)
 		}
@@ -160,23 +161,23 @@ func TestList(t *testing.T) {
 		}
 		counted, count := d.CountQueries()
 		cs := users.NewStore(counted)
-		page2, total, err := cs.List(ctx, 2, 3)
+		page2, total, err := cs.List(ctx, page.Request{Page: 2, Limit: 3})
 		if err != nil || total != 7 || len(page2) != 3 || page2[0].ID != 4 || page2[2].ID != 6 {
 			t.Fatalf("List(2, 3) = %+v, %d, %v", page2, total, err)
 		}
 		if n := count(); n != 2 {
 			t.Errorf("List ran %d queries, want 2 (one count, one page)", n)
 		}
-		last, _, _ := cs.List(ctx, 3, 3)
+		last, _, _ := cs.List(ctx, page.Request{Page: 3, Limit: 3})
 		if len(last) != 1 || last[0].ID != 7 {
 			t.Errorf("last page = %+v", last)
 		}
-		beyond, total, err := cs.List(ctx, 9, 3)
+		beyond, total, err := cs.List(ctx, page.Request{Page: 9, Limit: 3})
 		if err != nil || total != 7 || beyond == nil || len(beyond) != 0 {
 			t.Errorf("page beyond the end = %v, %d, %v; want empty non-nil", beyond, total, err)
 		}
 		for _, pl := range [][2]int{{0, 10}, {1, 0}, {1, 101}, {-1, 5}} {
-			if _, _, err := cs.List(ctx, pl[0], pl[1]); !apperr.Is(err, apperr.Invalid) {
+			if _, _, err := cs.List(ctx, page.Request{Page: pl[0], Limit: pl[1]}); !apperr.Is(err, apperr.Invalid) {
 				t.Errorf("List(%d, %d) = %v, want Invalid", pl[0], pl[1], err)
 			}
 		}
