@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -159,7 +159,7 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 		if err != nil {
 			return err
 		}
-		_, err = s.outbox().Emit(ctx, tx, outbox.Event{Kind: outbox.ActCreated, OccurredAt: now, Data: api.ActCreatedPayload{Act: wire}})
+		_, err = s.outbox().Emit(ctx, tx, outbox.Event{Kind: outbox.ActCreated, OccurredAt: now, Data: models.ActCreatedPayload{Act: wire}})
 		return err
 	})
 	return out, err
@@ -385,7 +385,7 @@ func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID string
 		}
 		_, err = s.outbox().Emit(ctx, tx, outbox.Event{
 			Kind: outbox.ActDuplicated, OccurredAt: now,
-			Data: api.ActDuplicatedPayload{Act: wire, SourceActUuid: uuid.MustParse(src.UUID)},
+			Data: models.ActDuplicatedPayload{Act: wire, SourceActUuid: uuid.MustParse(src.UUID)},
 		})
 		return err
 	})

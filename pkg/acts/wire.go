@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 )
 
 // The API shapes live here rather than in the HTTP layer because event
@@ -15,11 +15,11 @@ import (
 
 // APIOptions decodes a snapshotted options JSON into the API's FieldOptions
 // (nil stays nil, which is JSON null).
-func APIOptions(raw *string) (*api.FieldOptions, error) {
+func APIOptions(raw *string) (*models.FieldOptions, error) {
 	if raw == nil || *raw == "" || *raw == "null" {
 		return nil, nil
 	}
-	var o api.FieldOptions
+	var o models.FieldOptions
 	if err := json.Unmarshal([]byte(*raw), &o); err != nil {
 		return nil, fmt.Errorf("acts: decode field options: %w", err)
 	}
@@ -27,19 +27,19 @@ func APIOptions(raw *string) (*api.FieldOptions, error) {
 }
 
 // APIDataPoint renders d with its most recent fetch f (nil for none).
-func APIDataPoint(d *DataPoint, f *FetchState) (api.DataPoint, error) {
+func APIDataPoint(d *DataPoint, f *FetchState) (models.DataPoint, error) {
 	opts, err := APIOptions(d.Options)
 	if err != nil {
-		return api.DataPoint{}, err
+		return models.DataPoint{}, err
 	}
-	out := api.DataPoint{
+	out := models.DataPoint{
 		Id:                d.ID,
 		TemplateFieldId:   d.TemplateFieldID,
 		TemplateFieldKey:  d.Key,
 		TemplateFieldName: d.Name,
-		Type:              api.FieldType(d.Type),
+		Type:              models.FieldType(d.Type),
 		ExternalDataField: d.External(),
-		Source:            api.FieldSource(d.Source),
+		Source:            models.FieldSource(d.Source),
 		Options:           opts,
 		Value:             d.Value,
 		SourceValue:       d.SourceValue,
@@ -49,11 +49,11 @@ func APIDataPoint(d *DataPoint, f *FetchState) (api.DataPoint, error) {
 	if f != nil {
 		id, err := uuid.Parse(f.FetchRequestID)
 		if err != nil {
-			return api.DataPoint{}, fmt.Errorf("acts: fetch request id %q: %w", f.FetchRequestID, err)
+			return models.DataPoint{}, fmt.Errorf("acts: fetch request id %q: %w", f.FetchRequestID, err)
 		}
-		out.Fetch = &api.DataPointFetch{
+		out.Fetch = &models.DataPointFetch{
 			FetchRequestId: id,
-			State:          api.FieldFetchState(f.State),
+			State:          models.FieldFetchState(f.State),
 			Error:          f.Error,
 			ExpiresAt:      f.ExpiresAt.UTC(),
 		}
@@ -62,32 +62,32 @@ func APIDataPoint(d *DataPoint, f *FetchState) (api.DataPoint, error) {
 }
 
 // APISummary renders an act without data points.
-func APISummary(a *Act) (api.ActSummary, error) {
+func APISummary(a *Act) (models.ActSummary, error) {
 	id, err := uuid.Parse(a.UUID)
 	if err != nil {
-		return api.ActSummary{}, fmt.Errorf("acts: act uuid %q: %w", a.UUID, err)
+		return models.ActSummary{}, fmt.Errorf("acts: act uuid %q: %w", a.UUID, err)
 	}
-	return api.ActSummary{
+	return models.ActSummary{
 		Uuid: id, ClientId: a.ClientID, TemplateId: a.TemplateID, Title: a.Title,
-		Status: api.ActStatus(a.Status), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
+		Status: models.ActStatus(a.Status), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
 	}, nil
 }
 
 // API renders the act with its data points.
-func (d *Detail) API() (api.Act, error) {
+func (d *Detail) API() (models.Act, error) {
 	s, err := APISummary(&d.Act)
 	if err != nil {
-		return api.Act{}, err
+		return models.Act{}, err
 	}
-	out := api.Act{
+	out := models.Act{
 		Uuid: s.Uuid, ClientId: s.ClientId, TemplateId: s.TemplateId, Title: s.Title,
 		Status: s.Status, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-		Data: make([]api.DataPoint, 0, len(d.Data)),
+		Data: make([]models.DataPoint, 0, len(d.Data)),
 	}
 	for i := range d.Data {
 		dp, err := APIDataPoint(&d.Data[i], d.Fetch[d.Data[i].ID])
 		if err != nil {
-			return api.Act{}, err
+			return models.Act{}, err
 		}
 		out.Data = append(out.Data, dp)
 	}
@@ -95,17 +95,17 @@ func (d *Detail) API() (api.Act, error) {
 }
 
 // APIHistory renders a history entry.
-func APIHistory(h *HistoryEntry) (api.HistoryEntry, error) {
-	out := api.HistoryEntry{
+func APIHistory(h *HistoryEntry) (models.HistoryEntry, error) {
+	out := models.HistoryEntry{
 		Id: h.ID, At: h.At.UTC(),
-		Actor:       api.Actor{Type: api.ActorType(h.ActorType), Id: h.ActorID, UserId: h.ActorUserID},
-		Kind:        api.HistoryKind(h.Kind),
+		Actor:       models.Actor{Type: models.ActorType(h.ActorType), Id: h.ActorID, UserId: h.ActorUserID},
+		Kind:        models.HistoryKind(h.Kind),
 		DataPointId: h.DataPointID, OldValue: h.OldValue, NewValue: h.NewValue, Error: h.Error,
 	}
 	if h.FetchRequestID != nil {
 		id, err := uuid.Parse(*h.FetchRequestID)
 		if err != nil {
-			return api.HistoryEntry{}, fmt.Errorf("acts: history fetch request id: %w", err)
+			return models.HistoryEntry{}, fmt.Errorf("acts: history fetch request id: %w", err)
 		}
 		out.FetchRequestId = &id
 	}

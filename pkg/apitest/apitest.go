@@ -24,7 +24,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiclient"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
@@ -221,11 +222,11 @@ func (te *TenantEnv) HTTPClient() *http.Client {
 
 // APIClient returns the generated client for the tenant, authenticated with
 // token, validating every response.
-func (te *TenantEnv) APIClient(token string) *api.ClientWithResponses {
+func (te *TenantEnv) APIClient(token string) *apiclient.ClientWithResponses {
 	te.T.Helper()
-	c, err := api.NewClientWithResponses(te.Server.URL,
-		api.WithHTTPClient(te.HTTPClient()),
-		api.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+	c, err := apiclient.NewClientWithResponses(te.Server.URL,
+		apiclient.WithHTTPClient(te.HTTPClient()),
+		apiclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", "Bearer "+token)
 			return nil
 		}))
@@ -261,9 +262,9 @@ func (r *Response) Decode(t testing.TB, v any) *Response {
 }
 
 // Err decodes the error body.
-func (r *Response) Err(t testing.TB) api.Error {
+func (r *Response) Err(t testing.TB) models.Error {
 	t.Helper()
-	var e api.Error
+	var e models.Error
 	r.Decode(t, &e)
 	return e
 }

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiclient"
 )
 
 // DefaultBaseDomain is the service's default FINSVC_BASE_DOMAIN, used for
@@ -58,7 +58,7 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.tr
 //     given, with Host: acme.localhost:8080 (see WithBaseDomain);
 //   - *.localhost names are dialled on 127.0.0.1 (RFC 6761), since not every
 //     resolver maps them to loopback.
-func New(baseURL, org string, ts oauth2.TokenSource, opts ...Option) (*api.ClientWithResponses, error) {
+func New(baseURL, org string, ts oauth2.TokenSource, opts ...Option) (*apiclient.ClientWithResponses, error) {
 	o := options{baseDomain: DefaultBaseDomain, transport: http.DefaultTransport}
 	for _, opt := range opts {
 		opt(&o)
@@ -111,7 +111,7 @@ func New(baseURL, org string, ts oauth2.TokenSource, opts ...Option) (*api.Clien
 		// bearer token to wherever it points.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return api.NewClientWithResponses(dial.String(), api.WithHTTPClient(hc))
+	return apiclient.NewClientWithResponses(dial.String(), apiclient.WithHTTPClient(hc))
 }
 
 // hostTransport sends every request with a fixed Host header.

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/client"
@@ -36,14 +36,14 @@ func Example() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	created, err := c.CreateClientWithResponse(ctx, api.ClientCreate{
+	created, err := c.CreateClientWithResponse(ctx, models.ClientCreate{
 		CompanyName: "Nordic Timber AS", OrgNumber: "923456781", Country: "NO",
 		CreditLimit: money.MustParse("12345678901234567.89"),
 	})
 	if err != nil || created.JSON201 == nil {
 		log.Fatalf("create: %v %s", err, created.Body)
 	}
-	list, err := c.ListClientsWithResponse(ctx, &api.ListClientsParams{})
+	list, err := c.ListClientsWithResponse(ctx, &models.ListClientsParams{})
 	if err != nil || list.JSON200 == nil {
 		log.Fatalf("list: %v", err)
 	}

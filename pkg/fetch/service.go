@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
@@ -213,11 +213,11 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 // fetchDataPayload is the act.fetch_data data object: the whole selected
 // set, as snapshots of the data points' definitions (never the live
 // template), with effective options.
-func fetchDataPayload(a *acts.Act, r *Request, dps []acts.DataPoint) (api.ActFetchDataPayload, error) {
-	out := api.ActFetchDataPayload{
+func fetchDataPayload(a *acts.Act, r *Request, dps []acts.DataPoint) (models.ActFetchDataPayload, error) {
+	out := models.ActFetchDataPayload{
 		RequestId: uuid.MustParse(r.ID), RequestedAt: r.RequestedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
-		Act:    api.EventAct{Uuid: uuid.MustParse(a.UUID), ClientId: a.ClientID, TemplateId: a.TemplateID, Title: a.Title},
-		Fields: make([]api.FieldDefinition, 0, len(dps)),
+		Act:    models.EventAct{Uuid: uuid.MustParse(a.UUID), ClientId: a.ClientID, TemplateId: a.TemplateID, Title: a.Title},
+		Fields: make([]models.FieldDefinition, 0, len(dps)),
 	}
 	for i := range dps {
 		d := &dps[i]
@@ -225,9 +225,9 @@ func fetchDataPayload(a *acts.Act, r *Request, dps []acts.DataPoint) (api.ActFet
 		if err != nil {
 			return out, err
 		}
-		out.Fields = append(out.Fields, api.FieldDefinition{
+		out.Fields = append(out.Fields, models.FieldDefinition{
 			Id: d.ID, TemplateFieldId: d.TemplateFieldID, TemplateFieldKey: d.Key, TemplateFieldName: d.Name,
-			Type: api.FieldType(d.Type), ExternalDataField: d.External(), Source: api.FieldSource(d.Source), Options: opts,
+			Type: models.FieldType(d.Type), ExternalDataField: d.External(), Source: models.FieldSource(d.Source), Options: opts,
 		})
 	}
 	return out, nil
@@ -279,15 +279,15 @@ func (s *Service) GetRequest(ctx context.Context, actUUID, id string) (_ *View, 
 }
 
 // API renders the view.
-func (v *View) API() api.FetchRequest {
-	out := api.FetchRequest{
+func (v *View) API() models.FetchRequest {
+	out := models.FetchRequest{
 		Id: uuid.MustParse(v.Request.ID), ActUuid: uuid.MustParse(v.Request.ActUUID),
 		RequestedAt: v.Request.RequestedAt.UTC(), ExpiresAt: v.Request.ExpiresAt.UTC(),
-		Status: api.FetchRequestStatus(v.Status), Fields: make([]api.FetchRequestField, len(v.Fields)),
+		Status: models.FetchRequestStatus(v.Status), Fields: make([]models.FetchRequestField, len(v.Fields)),
 	}
 	for i, f := range v.Fields {
-		out.Fields[i] = api.FetchRequestField{DataPointId: f.DataPointID, TemplateFieldKey: f.Key,
-			ExternalDataField: f.External, State: api.FieldFetchState(f.State), Error: f.Error}
+		out.Fields[i] = models.FetchRequestField{DataPointId: f.DataPointID, TemplateFieldKey: f.Key,
+			ExternalDataField: f.External, State: models.FieldFetchState(f.State), Error: f.Error}
 	}
 	return out
 }

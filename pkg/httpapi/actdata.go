@@ -5,7 +5,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/fetch"
 )
@@ -16,7 +17,7 @@ import (
 // already turned schema-level value problems on these routes (an error
 // over 1,000 characters) into 422s.
 
-func (h *Handlers) PutActDataPoint(ctx context.Context, req api.PutActDataPointRequestObject) (api.PutActDataPointResponseObject, error) {
+func (h *Handlers) PutActDataPoint(ctx context.Context, req apiserver.PutActDataPointRequestObject) (apiserver.PutActDataPointResponseObject, error) {
 	b := req.Body
 	w := fetch.Write{DataID: &req.DataId, Items: []fetch.Item{{Value: b.Value, Error: b.Error}}}
 	if b.FetchRequestId != nil {
@@ -31,10 +32,10 @@ func (h *Handlers) PutActDataPoint(ctx context.Context, req api.PutActDataPointR
 	if err != nil {
 		return nil, err
 	}
-	return api.PutActDataPoint200JSONResponse(d), nil
+	return apiserver.PutActDataPoint200JSONResponse(d), nil
 }
 
-func (h *Handlers) PutActData(ctx context.Context, req api.PutActDataRequestObject) (api.PutActDataResponseObject, error) {
+func (h *Handlers) PutActData(ctx context.Context, req apiserver.PutActDataRequestObject) (apiserver.PutActDataResponseObject, error) {
 	b := req.Body
 	w := fetch.Write{Items: make([]fetch.Item, len(b.Data))}
 	for i, it := range b.Data {
@@ -49,7 +50,7 @@ func (h *Handlers) PutActData(ctx context.Context, req api.PutActDataRequestObje
 	if err != nil {
 		return nil, err
 	}
-	out := api.PutActData200JSONResponse{Data: make([]api.DataPoint, len(res.Data))}
+	out := apiserver.PutActData200JSONResponse{Data: make([]models.DataPoint, len(res.Data))}
 	if res.FetchRequestID != nil {
 		id := uuid.MustParse(*res.FetchRequestID)
 		out.FetchRequestId = &id

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/outbox"
@@ -21,12 +21,12 @@ import (
 //   - an accepted fetch state's result is the current source value.
 //
 // It returns the act for further checks.
-func checkInvariants(t *testing.T, f *actFixture, a api.Act) (api.Act, []api.HistoryEntry) {
+func checkInvariants(t *testing.T, f *actFixture, a models.Act) (models.Act, []models.HistoryEntry) {
 	t.Helper()
 	got := f.getAct(t, a)
-	var hist []api.HistoryEntry
+	var hist []models.HistoryEntry
 	for page := 1; ; page++ {
-		var h api.HistoryList
+		var h models.HistoryList
 		f.Do("GET", fmt.Sprintf("/api/1.0/acts/%s/history?limit=100&page=%d", a.Uuid, page), f.tok, nil).Status(t, http.StatusOK).Decode(t, &h)
 		hist = append(hist, h.Data...)
 		if len(h.Data) < 100 {
@@ -40,7 +40,7 @@ func checkInvariants(t *testing.T, f *actFixture, a api.Act) (api.Act, []api.His
 		var changes int64
 		var last *string
 		for _, e := range hist {
-			if e.DataPointId != nil && *e.DataPointId == d.Id && (e.Kind == api.HistoryValueAccepted || e.Kind == api.HistoryValueEdited) {
+			if e.DataPointId != nil && *e.DataPointId == d.Id && (e.Kind == models.HistoryValueAccepted || e.Kind == models.HistoryValueEdited) {
 				changes++
 				last = e.NewValue
 			}
@@ -88,7 +88,7 @@ func TestActDataRaceSameField(t *testing.T) {
 
 		got, hist := checkInvariants(t, f, s.a)
 		rev := dpByKey(t, got, "revenue")
-		if rev.Value == nil || rev.Revision != 1 || strp(rev.SourceValue) != strp(rev.Value) || rev.Fetch.State != api.FetchStateAccepted {
+		if rev.Value == nil || rev.Revision != 1 || strp(rev.SourceValue) != strp(rev.Value) || rev.Fetch.State != models.FetchStateAccepted {
 			t.Fatalf("revenue after the race = %+v (fetch %+v)", rev, rev.Fetch)
 		}
 		winner := *rev.Value
@@ -105,7 +105,7 @@ func TestActDataRaceSameField(t *testing.T) {
 		}
 		accepted := 0
 		for _, e := range hist {
-			if e.Kind == api.HistoryValueAccepted {
+			if e.Kind == models.HistoryValueAccepted {
 				accepted++
 			}
 		}
@@ -158,11 +158,11 @@ func TestActDataRaceOverlappingBulk(t *testing.T) {
 			default:
 				t.Errorf("round %d: codes %v, values %v: neither call applied entirely", i, codes[i], vals)
 			}
-			var fr api.FetchRequest
+			var fr models.FetchRequest
 			f.Do("GET", "/api/1.0/acts/"+s.a.Uuid.String()+"/fetch-requests/"+s.fr.Id.String(), f.tok, nil).Status(t, http.StatusOK).Decode(t, &fr)
 			awaiting := 0
 			for _, ff := range fr.Fields {
-				if ff.State == api.FetchStateAwaiting {
+				if ff.State == models.FetchStateAwaiting {
 					awaiting++
 				}
 			}
@@ -212,7 +212,7 @@ func TestActDataRaceEditVersusResult(t *testing.T) {
 					t.Errorf("round %d: result first, but history %v, revision %d", i, kinds, rev.Revision)
 				}
 			case http.StatusConflict: // the edit came first; the result is stale
-				if strings.Join(kinds, ",") != "value_edited" || rev.Revision != 1 || rev.SourceValue != nil || rev.Fetch.State != api.FetchStateAwaiting {
+				if strings.Join(kinds, ",") != "value_edited" || rev.Revision != 1 || rev.SourceValue != nil || rev.Fetch.State != models.FetchStateAwaiting {
 					t.Errorf("round %d: edit first, but history %v, revision %d", i, kinds, rev.Revision)
 				}
 			default:
@@ -234,7 +234,7 @@ func TestActDataRaceSupersedeVersusResult(t *testing.T) {
 			s := &scn{f: f, a: f.createAct(t, fmt.Sprint("supersede race ", i))}
 			s.fr = f.requestFetch(t, s.a, "revenue")
 			var result int
-			var newer api.FetchRequest
+			var newer models.FetchRequest
 			start := make(chan struct{})
 			var wg sync.WaitGroup
 			wg.Go(func() { <-start; result = s.correlated(t, "single", item{field: "revenue", value: val("1")}).Code })
@@ -255,17 +255,17 @@ func TestActDataRaceSupersedeVersusResult(t *testing.T) {
 			rev := dpByKey(t, st.act, "revenue")
 			switch result {
 			case http.StatusOK:
-				if old != api.FetchStateAccepted || strp(rev.Value) != "=1.00" || rev.Revision != 1 {
+				if old != models.FetchStateAccepted || strp(rev.Value) != "=1.00" || rev.Revision != 1 {
 					t.Errorf("round %d: result accepted, but old field %s, value %s rev %d", i, old, strp(rev.Value), rev.Revision)
 				}
 			case http.StatusConflict:
-				if old != api.FetchStateSuperseded || rev.Value != nil || rev.Revision != 0 {
+				if old != models.FetchStateSuperseded || rev.Value != nil || rev.Revision != 0 {
 					t.Errorf("round %d: result refused, but old field %s, value %s rev %d", i, old, strp(rev.Value), rev.Revision)
 				}
 			default:
 				t.Fatalf("round %d: result got %d", i, result)
 			}
-			if rev.Fetch == nil || rev.Fetch.FetchRequestId != newer.Id || rev.Fetch.State != api.FetchStateAwaiting {
+			if rev.Fetch == nil || rev.Fetch.FetchRequestId != newer.Id || rev.Fetch.State != models.FetchStateAwaiting {
 				t.Errorf("round %d: latest fetch = %+v, want the newer request awaiting", i, rev.Fetch)
 			}
 			s.fr = newer

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
@@ -24,8 +24,8 @@ const testWindow = 30 * time.Minute
 type scn struct {
 	f   *actFixture
 	clk *testClock
-	a   api.Act
-	fr  api.FetchRequest
+	a   models.Act
+	fr  models.FetchRequest
 }
 
 func (s *scn) id(t *testing.T, key string) int64 { return dpByKey(t, s.a, key).Id }
@@ -112,25 +112,25 @@ func (s *scn) edit(t *testing.T, field, value string) {
 
 // state is everything a write could change, for "nothing applied" checks.
 type state struct {
-	act     api.Act
+	act     models.Act
 	history int64
-	fr      api.FetchRequest
+	fr      models.FetchRequest
 }
 
 func (s *scn) state(t *testing.T) state {
 	t.Helper()
 	var st state
 	st.act = s.f.getAct(t, s.a)
-	var h api.HistoryList
+	var h models.HistoryList
 	s.f.Do("GET", "/api/1.0/acts/"+s.a.Uuid.String()+"/history?limit=1", s.f.tok, nil).Status(t, http.StatusOK).Decode(t, &h)
 	st.history = h.Meta.Total
 	s.f.Do("GET", "/api/1.0/acts/"+s.a.Uuid.String()+"/fetch-requests/"+s.fr.Id.String(), s.f.tok, nil).Status(t, http.StatusOK).Decode(t, &st.fr)
 	return st
 }
 
-func (s *scn) lastHistory(t *testing.T) api.HistoryEntry {
+func (s *scn) lastHistory(t *testing.T) models.HistoryEntry {
 	t.Helper()
-	var h api.HistoryList
+	var h models.HistoryList
 	s.f.Do("GET", "/api/1.0/acts/"+s.a.Uuid.String()+"/history?limit=100", s.f.tok, nil).Status(t, http.StatusOK).Decode(t, &h)
 	return h.Data[len(h.Data)-1]
 }
@@ -176,14 +176,14 @@ func reportFirst(field, errText string) func(t *testing.T, s *scn) {
 }
 
 // dataPoint decodes the written data point of a 200 (single or bulk).
-func dataPoint(t *testing.T, mode string, r *apitest.Response, s *scn) api.DataPoint {
+func dataPoint(t *testing.T, mode string, r *apitest.Response, s *scn) models.DataPoint {
 	t.Helper()
 	if mode == "single" {
-		var d api.DataPoint
+		var d models.DataPoint
 		r.Decode(t, &d)
 		return d
 	}
-	var b api.BulkDataResult
+	var b models.BulkDataResult
 	r.Decode(t, &b)
 	if len(b.Data) != 1 {
 		t.Fatalf("bulk result has %d data points", len(b.Data))
@@ -205,11 +205,11 @@ func putCases() []putCase {
 			d := dataPoint(t, mode, r, s)
 			prev := dpByKey(t, before.act, field)
 			if d.Value == nil || *d.Value != want || d.SourceValue == nil || *d.SourceValue != want ||
-				d.Revision != prev.Revision+1 || d.Fetch == nil || d.Fetch.State != api.FetchStateAccepted || d.Fetch.FetchRequestId != s.fr.Id {
+				d.Revision != prev.Revision+1 || d.Fetch == nil || d.Fetch.State != models.FetchStateAccepted || d.Fetch.FetchRequestId != s.fr.Id {
 				t.Errorf("data point = %+v (fetch %+v), want value %q accepted at revision %d", d, d.Fetch, want, prev.Revision+1)
 			}
 			h := s.lastHistory(t)
-			if h.Kind != api.HistoryValueAccepted || h.Actor.Type != api.ActorApp || h.Actor.Id != "test-app" ||
+			if h.Kind != models.HistoryValueAccepted || h.Actor.Type != models.ActorApp || h.Actor.Id != "test-app" ||
 				h.Actor.UserId == nil || *h.Actor.UserId != s.f.member || h.FetchRequestId == nil || *h.FetchRequestId != s.fr.Id ||
 				h.DataPointId == nil || *h.DataPointId != d.Id || h.NewValue == nil || *h.NewValue != want || strp(h.OldValue) != strp(prev.Value) {
 				t.Errorf("history entry = %+v", h)
@@ -235,15 +235,15 @@ func putCases() []putCase {
 			check: func(t *testing.T, s *scn, mode string, r *apitest.Response, before state) {
 				d := dataPoint(t, mode, r, s)
 				if d.Value == nil || *d.Value != "10.00" || d.Revision != 1 || d.SourceValue != nil ||
-					d.Fetch == nil || d.Fetch.State != api.FetchStateFailed || d.Fetch.Error == nil || *d.Fetch.Error != "registry timed out" {
+					d.Fetch == nil || d.Fetch.State != models.FetchStateFailed || d.Fetch.Error == nil || *d.Fetch.Error != "registry timed out" {
 					t.Errorf("data point after error = %+v (fetch %+v)", d, d.Fetch)
 				}
 				h := s.lastHistory(t)
-				if h.Kind != api.HistoryFetchFailed || h.Error == nil || *h.Error != "registry timed out" || h.Actor.Type != api.ActorApp ||
+				if h.Kind != models.HistoryFetchFailed || h.Error == nil || *h.Error != "registry timed out" || h.Actor.Type != models.ActorApp ||
 					h.FetchRequestId == nil || *h.FetchRequestId != s.fr.Id || h.NewValue != nil {
 					t.Errorf("history entry = %+v", h)
 				}
-				if f := frField(t, s.state(t).fr, "revenue"); f.State != api.FetchStateFailed || f.Error == nil {
+				if f := frField(t, s.state(t).fr, "revenue"); f.State != models.FetchStateFailed || f.Error == nil {
 					t.Errorf("request field = %+v", f)
 				}
 			}},
@@ -384,15 +384,15 @@ func putCases() []putCase {
 					{field: "owners", value: val("[]")}}
 			},
 			check: func(t *testing.T, s *scn, mode string, r *apitest.Response, before state) {
-				var b api.BulkDataResult
+				var b models.BulkDataResult
 				r.Decode(t, &b)
 				if b.FetchRequestId == nil || *b.FetchRequestId != s.fr.Id || len(b.Data) != 3 ||
-					b.Data[0].TemplateFieldKey != "rating" || strp(b.Data[0].Value) != "=C" || b.Data[1].Fetch.State != api.FetchStateFailed ||
+					b.Data[0].TemplateFieldKey != "rating" || strp(b.Data[0].Value) != "=C" || b.Data[1].Fetch.State != models.FetchStateFailed ||
 					strp(b.Data[2].Value) != "=[]" {
 					t.Errorf("bulk result = %+v", b)
 				}
 				st := s.state(t)
-				if st.fr.Status != api.FetchRequestCompleted || st.history != before.history+3 {
+				if st.fr.Status != models.FetchRequestCompleted || st.history != before.history+3 {
 					t.Errorf("request %s, history +%d; want completed, +3", st.fr.Status, st.history-before.history)
 				}
 			}},
@@ -404,15 +404,15 @@ func putCases() []putCase {
 			},
 			check: func(t *testing.T, s *scn, mode string, r *apitest.Response, before state) {
 				d := dataPoint(t, mode, r, s)
-				if strp(d.Value) != "=99.90" || d.SourceValue != nil || d.Revision != 1 || d.Fetch == nil || d.Fetch.State != api.FetchStateAwaiting {
+				if strp(d.Value) != "=99.90" || d.SourceValue != nil || d.Revision != 1 || d.Fetch == nil || d.Fetch.State != models.FetchStateAwaiting {
 					t.Errorf("edited data point = %+v (fetch %+v)", d, d.Fetch)
 				}
 				h := s.lastHistory(t)
-				if h.Kind != api.HistoryValueEdited || h.Actor.Type != api.ActorUser || h.FetchRequestId != nil || strp(h.NewValue) != "=99.90" {
+				if h.Kind != models.HistoryValueEdited || h.Actor.Type != models.ActorUser || h.FetchRequestId != nil || strp(h.NewValue) != "=99.90" {
 					t.Errorf("history entry = %+v", h)
 				}
 				if mode == "bulk" {
-					var b api.BulkDataResult
+					var b models.BulkDataResult
 					r.Decode(t, &b)
 					if b.FetchRequestId != nil {
 						t.Errorf("ordinary bulk result fetch_request_id = %v, want null", b.FetchRequestId)

@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/outbox"
@@ -35,7 +36,7 @@ func (h *Handlers) actStore() *acts.Store {
 	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Now: h.clock()}
 }
 
-func (h *Handlers) ListActs(ctx context.Context, req api.ListActsRequestObject) (api.ListActsResponseObject, error) {
+func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestObject) (apiserver.ListActsResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (h *Handlers) ListActs(ctx context.Context, req api.ListActsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListActs200JSONResponse{Data: make([]api.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
+	out := apiserver.ListActs200JSONResponse{Data: make([]models.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
 		s, err := acts.APISummary(&list[i])
 		if err != nil {
@@ -63,7 +64,7 @@ func (h *Handlers) ListActs(ctx context.Context, req api.ListActsRequestObject) 
 	return out, nil
 }
 
-func (h *Handlers) CreateAct(ctx context.Context, req api.CreateActRequestObject) (api.CreateActResponseObject, error) {
+func (h *Handlers) CreateAct(ctx context.Context, req apiserver.CreateActRequestObject) (apiserver.CreateActResponseObject, error) {
 	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
 	if err != nil {
 		return nil, err
@@ -73,10 +74,10 @@ func (h *Handlers) CreateAct(ctx context.Context, req api.CreateActRequestObject
 		return nil, err
 	}
 	a, err := d.API()
-	return api.CreateAct201JSONResponse(a), err
+	return apiserver.CreateAct201JSONResponse(a), err
 }
 
-func (h *Handlers) GetAct(ctx context.Context, req api.GetActRequestObject) (api.GetActResponseObject, error) {
+func (h *Handlers) GetAct(ctx context.Context, req apiserver.GetActRequestObject) (apiserver.GetActResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -85,10 +86,10 @@ func (h *Handlers) GetAct(ctx context.Context, req api.GetActRequestObject) (api
 		return nil, err
 	}
 	a, err := d.API()
-	return api.GetAct200JSONResponse(a), err
+	return apiserver.GetAct200JSONResponse(a), err
 }
 
-func (h *Handlers) UpdateAct(ctx context.Context, req api.UpdateActRequestObject) (api.UpdateActResponseObject, error) {
+func (h *Handlers) UpdateAct(ctx context.Context, req apiserver.UpdateActRequestObject) (apiserver.UpdateActResponseObject, error) {
 	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
 	if err != nil {
 		return nil, err
@@ -98,20 +99,20 @@ func (h *Handlers) UpdateAct(ctx context.Context, req api.UpdateActRequestObject
 		return nil, err
 	}
 	a, err := d.API()
-	return api.UpdateAct200JSONResponse(a), err
+	return apiserver.UpdateAct200JSONResponse(a), err
 }
 
-func (h *Handlers) DeleteAct(ctx context.Context, req api.DeleteActRequestObject) (api.DeleteActResponseObject, error) {
+func (h *Handlers) DeleteAct(ctx context.Context, req apiserver.DeleteActRequestObject) (apiserver.DeleteActResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write); err != nil {
 		return nil, err
 	}
 	if err := h.actStore().Delete(ctx, req.ActUuid.String()); err != nil {
 		return nil, err
 	}
-	return api.DeleteAct204Response{}, nil
+	return apiserver.DeleteAct204Response{}, nil
 }
 
-func (h *Handlers) FinalizeAct(ctx context.Context, req api.FinalizeActRequestObject) (api.FinalizeActResponseObject, error) {
+func (h *Handlers) FinalizeAct(ctx context.Context, req apiserver.FinalizeActRequestObject) (apiserver.FinalizeActResponseObject, error) {
 	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
 	if err != nil {
 		return nil, err
@@ -121,10 +122,10 @@ func (h *Handlers) FinalizeAct(ctx context.Context, req api.FinalizeActRequestOb
 		return nil, err
 	}
 	a, err := d.API()
-	return api.FinalizeAct200JSONResponse(a), err
+	return apiserver.FinalizeAct200JSONResponse(a), err
 }
 
-func (h *Handlers) DuplicateAct(ctx context.Context, req api.DuplicateActRequestObject) (api.DuplicateActResponseObject, error) {
+func (h *Handlers) DuplicateAct(ctx context.Context, req apiserver.DuplicateActRequestObject) (apiserver.DuplicateActResponseObject, error) {
 	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
 	if err != nil {
 		return nil, err
@@ -134,10 +135,10 @@ func (h *Handlers) DuplicateAct(ctx context.Context, req api.DuplicateActRequest
 		return nil, err
 	}
 	a, err := d.API()
-	return api.DuplicateAct201JSONResponse(a), err
+	return apiserver.DuplicateAct201JSONResponse(a), err
 }
 
-func (h *Handlers) ListActHistory(ctx context.Context, req api.ListActHistoryRequestObject) (api.ListActHistoryResponseObject, error) {
+func (h *Handlers) ListActHistory(ctx context.Context, req apiserver.ListActHistoryRequestObject) (apiserver.ListActHistoryResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func (h *Handlers) ListActHistory(ctx context.Context, req api.ListActHistoryReq
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListActHistory200JSONResponse{Data: make([]api.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
+	out := apiserver.ListActHistory200JSONResponse{Data: make([]models.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
 		e, err := acts.APIHistory(&list[i])
 		if err != nil {
@@ -160,7 +161,7 @@ func (h *Handlers) ListActHistory(ctx context.Context, req api.ListActHistoryReq
 	return out, nil
 }
 
-func (h *Handlers) GetLatestClientAct(ctx context.Context, req api.GetLatestClientActRequestObject) (api.GetLatestClientActResponseObject, error) {
+func (h *Handlers) GetLatestClientAct(ctx context.Context, req apiserver.GetLatestClientActRequestObject) (apiserver.GetLatestClientActResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -169,5 +170,5 @@ func (h *Handlers) GetLatestClientAct(ctx context.Context, req api.GetLatestClie
 		return nil, err
 	}
 	a, err := d.API()
-	return api.GetLatestClientAct200JSONResponse(a), err
+	return apiserver.GetLatestClientAct200JSONResponse(a), err
 }

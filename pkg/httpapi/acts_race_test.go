@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
@@ -79,9 +79,9 @@ func TestActCreateRaceTemplateUpdate(t *testing.T) {
 			if create.Code != http.StatusCreated || (upd.Code != http.StatusOK && upd.Code != http.StatusCreated) {
 				t.Fatalf("round %d: update %d %s, create %d %s", i, upd.Code, upd.Body, create.Code, create.Body)
 			}
-			var a api.Act
+			var a models.Act
 			create.Decode(t, &a)
-			var used api.Template
+			var used models.Template
 			f.Do("GET", fmt.Sprintf("/api/1.0/templates/%d", a.TemplateId), admin, nil).Status(t, http.StatusOK).Decode(t, &used)
 			for j, d := range a.Data {
 				if d.TemplateFieldId != used.Fields[j].Id || d.TemplateFieldName != used.Fields[j].Name {

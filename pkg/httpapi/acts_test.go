@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
@@ -63,9 +63,9 @@ func newActFixture(t *testing.T, env *apitest.Env, slug string) *actFixture {
 	return f
 }
 
-func (f *actFixture) createAct(t *testing.T, title string) api.Act {
+func (f *actFixture) createAct(t *testing.T, title string) models.Act {
 	t.Helper()
-	var a api.Act
+	var a models.Act
 	f.Do("POST", "/api/1.0/acts", f.tok, map[string]any{"client_id": f.client.ID, "template_id": f.tpl.ID, "title": title}).
 		Status(t, http.StatusCreated).Decode(t, &a)
 	return a
@@ -95,7 +95,7 @@ func countRows(t *testing.T, env *apitest.Env, table string, where string, args 
 	return n
 }
 
-func dpByKey(t *testing.T, a api.Act, key string) api.DataPoint {
+func dpByKey(t *testing.T, a models.Act, key string) models.DataPoint {
 	t.Helper()
 	for _, d := range a.Data {
 		if d.TemplateFieldKey == key {
@@ -103,7 +103,7 @@ func dpByKey(t *testing.T, a api.Act, key string) api.DataPoint {
 		}
 	}
 	t.Fatalf("act has no data point %q", key)
-	return api.DataPoint{}
+	return models.DataPoint{}
 }
 
 func TestActLifecycle(t *testing.T) {
@@ -113,7 +113,7 @@ func TestActLifecycle(t *testing.T) {
 		actstest.Webhook(t, env.DB, f.Ctx, f.member, outbox.ActDuplicated, "https://hooks.example.com/d")
 
 		a := f.createAct(t, "Annual review")
-		if a.Status != api.ActStatusDraft || a.Title != "Annual review" || a.ClientId != f.client.ID || a.TemplateId != f.tpl.ID {
+		if a.Status != models.ActStatusDraft || a.Title != "Annual review" || a.ClientId != f.client.ID || a.TemplateId != f.tpl.ID {
 			t.Fatalf("created act = %+v", a)
 		}
 		if len(a.Data) != len(actFields) {
@@ -145,7 +145,7 @@ func TestActLifecycle(t *testing.T) {
 		if len(evs) != 1 || evs[0].Kind != outbox.ActCreated {
 			t.Fatalf("events = %+v, want one act.created", evs)
 		}
-		var created api.ActCreatedPayload
+		var created models.ActCreatedPayload
 		if err := json.Unmarshal([]byte(evs[0].Payload), &created); err != nil {
 			t.Fatal(err)
 		}
@@ -156,21 +156,21 @@ func TestActLifecycle(t *testing.T) {
 			t.Errorf("%d deliveries for act.created, want 1", n)
 		}
 
-		var got api.Act
+		var got models.Act
 		f.Do("GET", "/api/1.0/acts/"+a.Uuid.String(), f.tok, nil).Status(t, http.StatusOK).Decode(t, &got)
 		if got.Uuid != a.Uuid || len(got.Data) != len(a.Data) || got.Data[4].Value == nil {
 			t.Errorf("GET act = %+v", got)
 		}
 
-		var upd api.Act
+		var upd models.Act
 		f.Do("PATCH", "/api/1.0/acts/"+a.Uuid.String(), f.tok, map[string]any{"title": "Renamed"}).Status(t, http.StatusOK).Decode(t, &upd)
 		if upd.Title != "Renamed" || len(upd.Data) != len(actFields) {
 			t.Errorf("PATCH = %+v", upd)
 		}
 
-		var fin api.Act
+		var fin models.Act
 		f.Do("POST", "/api/1.0/acts/"+a.Uuid.String()+"/finalize", f.tok, nil).Status(t, http.StatusOK).Decode(t, &fin)
-		if fin.Status != api.ActStatusFinal {
+		if fin.Status != models.ActStatusFinal {
 			t.Errorf("finalized status = %s", fin.Status)
 		}
 		// A final act no longer changes: 400 with errors.status.
@@ -189,9 +189,9 @@ func TestActLifecycle(t *testing.T) {
 		}
 
 		// Duplicate: a new draft with the values, one act.duplicated, no act.created.
-		var dup api.Act
+		var dup models.Act
 		f.Do("POST", "/api/1.0/acts/"+a.Uuid.String()+"/duplicate", f.tok, nil).Status(t, http.StatusCreated).Decode(t, &dup)
-		if dup.Uuid == a.Uuid || dup.Status != api.ActStatusDraft || dup.Title != "Renamed" || len(dup.Data) != len(a.Data) {
+		if dup.Uuid == a.Uuid || dup.Status != models.ActStatusDraft || dup.Title != "Renamed" || len(dup.Data) != len(a.Data) {
 			t.Fatalf("duplicate = %+v", dup)
 		}
 		for i := range dup.Data {
@@ -208,7 +208,7 @@ func TestActLifecycle(t *testing.T) {
 		if len(evs) != 2 || evs[1].Kind != outbox.ActDuplicated {
 			t.Fatalf("events after duplicate = %v, want [act.created act.duplicated]", kinds)
 		}
-		var dupPayload api.ActDuplicatedPayload
+		var dupPayload models.ActDuplicatedPayload
 		if err := json.Unmarshal([]byte(evs[1].Payload), &dupPayload); err != nil {
 			t.Fatal(err)
 		}
@@ -217,12 +217,12 @@ func TestActLifecycle(t *testing.T) {
 		}
 
 		// History, oldest first.
-		var h api.HistoryList
+		var h models.HistoryList
 		f.Do("GET", "/api/1.0/acts/"+a.Uuid.String()+"/history", f.tok, nil).Status(t, http.StatusOK).Decode(t, &h)
-		var hk []api.HistoryKind
+		var hk []models.HistoryKind
 		for _, e := range h.Data {
 			hk = append(hk, e.Kind)
-			if e.Actor.Type != api.ActorUser || e.Actor.Id != fmt.Sprint(f.member) {
+			if e.Actor.Type != models.ActorUser || e.Actor.Id != fmt.Sprint(f.member) {
 				t.Errorf("history actor = %+v", e.Actor)
 			}
 		}
@@ -289,7 +289,7 @@ func TestActTenantIsolation(t *testing.T) {
 		b.Do("POST", p+"/finalize", b.tok, nil).Status(t, http.StatusNotFound)
 		b.Do("POST", p+"/duplicate", b.tok, nil).Status(t, http.StatusNotFound)
 		b.Do("GET", p+"/history", b.tok, nil).Status(t, http.StatusNotFound)
-		var list api.ActList
+		var list models.ActList
 		b.Do("GET", "/api/1.0/acts", b.tok, nil).Status(t, http.StatusOK).Decode(t, &list)
 		if list.Meta.Total != 0 || len(list.Data) != 0 {
 			t.Errorf("beta lists %d acts", list.Meta.Total)
@@ -298,9 +298,9 @@ func TestActTenantIsolation(t *testing.T) {
 		b.Do("GET", fmt.Sprintf("/api/1.0/clients/%d/acts/latest", b.client.ID), b.tok, nil).Status(t, http.StatusNotFound)
 		a.Do("GET", fmt.Sprintf("/api/1.0/clients/%d/acts/latest", a.client.ID), a.tok, nil).Status(t, http.StatusOK)
 		// A's act is untouched.
-		var got api.Act
+		var got models.Act
 		a.Do("GET", p, a.tok, nil).Status(t, http.StatusOK).Decode(t, &got)
-		if got.Title != "A's act" || got.Status != api.ActStatusDraft {
+		if got.Title != "A's act" || got.Status != models.ActStatusDraft {
 			t.Errorf("act after cross-tenant attempts = %+v", got)
 		}
 		// Malformed uuid: 400 from validation, never 500.
@@ -353,7 +353,7 @@ func TestActListAndPagination(t *testing.T) {
 		f.Do("POST", "/api/1.0/acts/"+uuids[0]+"/finalize", f.tok, nil).Status(t, http.StatusOK)
 		f.Do("POST", "/api/1.0/acts", f.tok, map[string]any{"client_id": other.ID, "template_id": f.tpl.ID, "title": "other"}).Status(t, http.StatusCreated)
 
-		var l api.ActList
+		var l models.ActList
 		f.Do("GET", "/api/1.0/acts?limit=5&page=2&client_id="+fmt.Sprint(f.client.ID), f.tok, nil).Status(t, http.StatusOK).Decode(t, &l)
 		if l.Meta.Total != 12 || l.Meta.CurrentPage != 2 || l.Meta.PerPage != 5 || len(l.Data) != 5 {
 			t.Fatalf("page 2 = %d items, meta %+v", len(l.Data), l.Meta)
@@ -382,9 +382,9 @@ func TestActListAndPagination(t *testing.T) {
 			f.Do("GET", "/api/1.0/acts?"+q, f.tok, nil).Status(t, http.StatusBadRequest)
 		}
 
-		var h api.HistoryList
+		var h models.HistoryList
 		f.Do("GET", "/api/1.0/acts/"+uuids[0]+"/history?limit=1&page=2", f.tok, nil).Status(t, http.StatusOK).Decode(t, &h)
-		if h.Meta.Total != 2 || len(h.Data) != 1 || h.Data[0].Kind != api.HistoryActFinalized {
+		if h.Meta.Total != 2 || len(h.Data) != 1 || h.Data[0].Kind != models.HistoryActFinalized {
 			t.Errorf("history page 2 = %+v", h)
 		}
 		f.Do("GET", "/api/1.0/acts/"+uuids[0]+"/history?page=9", f.tok, nil).Status(t, http.StatusOK).Decode(t, &h)
@@ -406,7 +406,7 @@ func TestLatestClientAct(t *testing.T) {
 		f.Do("GET", "/api/1.0/clients/9999/acts/latest", f.tok, nil).Status(t, http.StatusNotFound)
 		f.createAct(t, "first")
 		second := f.createAct(t, "second")
-		var got api.Act
+		var got models.Act
 		f.Do("GET", latest, f.tok, nil).Status(t, http.StatusOK).Decode(t, &got)
 		if got.Uuid != second.Uuid || len(got.Data) != len(actFields) {
 			t.Errorf("latest = %s (%s), want %s", got.Uuid, got.Title, second.Uuid)

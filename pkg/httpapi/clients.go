@@ -3,7 +3,8 @@ package httpapi
 import (
 	"context"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/page"
@@ -16,7 +17,7 @@ import (
 func (h *Handlers) clientStore() *clients.Store { return clients.NewStore(h.deps.DB) }
 
 // ListClients is GET /clients: one COUNT plus one page query.
-func (h *Handlers) ListClients(ctx context.Context, req api.ListClientsRequestObject) (api.ListClientsResponseObject, error) {
+func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsRequestObject) (apiserver.ListClientsResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeClientsRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -28,7 +29,7 @@ func (h *Handlers) ListClients(ctx context.Context, req api.ListClientsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListClients200JSONResponse{Data: make([]api.Client, len(list)), Meta: p.Meta(total)}
+	out := apiserver.ListClients200JSONResponse{Data: make([]models.Client, len(list)), Meta: p.Meta(total)}
 	for i := range list {
 		out.Data[i] = clientJSON(&list[i])
 	}
@@ -36,7 +37,7 @@ func (h *Handlers) ListClients(ctx context.Context, req api.ListClientsRequestOb
 }
 
 // GetClient is GET /clients/{id}.
-func (h *Handlers) GetClient(ctx context.Context, req api.GetClientRequestObject) (api.GetClientResponseObject, error) {
+func (h *Handlers) GetClient(ctx context.Context, req apiserver.GetClientRequestObject) (apiserver.GetClientResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeClientsRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -44,11 +45,11 @@ func (h *Handlers) GetClient(ctx context.Context, req api.GetClientRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return api.GetClient200JSONResponse(clientJSON(c)), nil
+	return apiserver.GetClient200JSONResponse(clientJSON(c)), nil
 }
 
 // CreateClient is POST /clients.
-func (h *Handlers) CreateClient(ctx context.Context, req api.CreateClientRequestObject) (api.CreateClientResponseObject, error) {
+func (h *Handlers) CreateClient(ctx context.Context, req apiserver.CreateClientRequestObject) (apiserver.CreateClientResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeClientsWrite, auth.Write); err != nil {
 		return nil, err
 	}
@@ -59,11 +60,11 @@ func (h *Handlers) CreateClient(ctx context.Context, req api.CreateClientRequest
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateClient201JSONResponse(clientJSON(c)), nil
+	return apiserver.CreateClient201JSONResponse(clientJSON(c)), nil
 }
 
 // UpdateClient is PATCH /clients/{id}: only the fields sent change.
-func (h *Handlers) UpdateClient(ctx context.Context, req api.UpdateClientRequestObject) (api.UpdateClientResponseObject, error) {
+func (h *Handlers) UpdateClient(ctx context.Context, req apiserver.UpdateClientRequestObject) (apiserver.UpdateClientResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeClientsWrite, auth.Write); err != nil {
 		return nil, err
 	}
@@ -74,23 +75,23 @@ func (h *Handlers) UpdateClient(ctx context.Context, req api.UpdateClientRequest
 	if err != nil {
 		return nil, err
 	}
-	return api.UpdateClient200JSONResponse(clientJSON(c)), nil
+	return apiserver.UpdateClient200JSONResponse(clientJSON(c)), nil
 }
 
 // DeleteClient is DELETE /clients/{id}; refused with 400 while the client
 // has acts.
-func (h *Handlers) DeleteClient(ctx context.Context, req api.DeleteClientRequestObject) (api.DeleteClientResponseObject, error) {
+func (h *Handlers) DeleteClient(ctx context.Context, req apiserver.DeleteClientRequestObject) (apiserver.DeleteClientResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeClientsWrite, auth.Write); err != nil {
 		return nil, err
 	}
 	if err := h.clientStore().Delete(ctx, req.Id); err != nil {
 		return nil, err
 	}
-	return api.DeleteClient204Response{}, nil
+	return apiserver.DeleteClient204Response{}, nil
 }
 
-func clientJSON(c *clients.Client) api.Client {
-	return api.Client{
+func clientJSON(c *clients.Client) models.Client {
+	return models.Client{
 		Id: c.ID, CompanyName: c.CompanyName, OrgNumber: c.OrgNumber, Country: c.Country,
 		CreditLimit: c.CreditLimit, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
 	}

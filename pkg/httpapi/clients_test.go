@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -38,19 +38,19 @@ func TestClientsCRUD(t *testing.T) {
 		acme := env.Tenant("acme")
 		tok := acme.Token(acme.User(auth.RoleMember), auth.ScopeClientsRead, auth.ScopeClientsWrite)
 
-		var c api.Client
+		var c models.Client
 		acme.Do("POST", "/api/1.0/clients", tok, nordic).Status(t, http.StatusCreated).Decode(t, &c)
 		if c.Id != 1 || c.CompanyName != "Nordic Timber AS" || c.Country != "NO" || c.CreditLimit.String() != "250000" {
 			t.Fatalf("created %+v", c)
 		}
 
-		var got api.Client
+		var got models.Client
 		acme.Do("GET", "/api/1.0/clients/1", tok, nil).Status(t, http.StatusOK).Decode(t, &got)
 		if got.Id != 1 || got.OrgNumber != "923456781" || !got.CreatedAt.Equal(c.CreatedAt) {
 			t.Fatalf("GET = %+v, want %+v", got, c)
 		}
 
-		var up api.Client
+		var up models.Client
 		acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"credit_limit": 300000.25}`).Status(t, http.StatusOK).Decode(t, &up)
 		if up.CreditLimit.String() != "300000.25" || up.CompanyName != c.CompanyName || up.Country != "NO" {
 			t.Fatalf("PATCH = %+v", up)
@@ -138,7 +138,7 @@ func TestClientsValidation(t *testing.T) {
 		// exactly (money.Decimal never goes through float64): 1.5e-3 has
 		// three fractional digits, so it is refused on credit_limit.
 		wantField(t, acme.Do("POST", "/api/1.0/clients", tok, `{"company_name":"A","org_number":"1","country":"NO","credit_limit":1.5e-3}`), "credit_limit")
-		var list api.ClientList
+		var list models.ClientList
 		acme.Do("GET", "/api/1.0/clients", tok, nil).Status(t, http.StatusOK).Decode(t, &list)
 		if list.Meta.Total != 0 {
 			t.Fatalf("invalid creates stored %d clients", list.Meta.Total)
@@ -149,7 +149,7 @@ func TestClientsValidation(t *testing.T) {
 		wantField(t, acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"country": "QQ"}`), "country")
 		wantField(t, acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"company_name": ""}`), "company_name")
 		acme.Do("PATCH", "/api/1.0/clients/1", tok, `{}`).Status(t, http.StatusBadRequest)
-		var c api.Client
+		var c models.Client
 		acme.Do("GET", "/api/1.0/clients/1", tok, nil).Status(t, http.StatusOK).Decode(t, &c)
 		if c.Country != "NO" || c.CreditLimit.String() != "250000" || c.CompanyName != "Nordic Timber AS" {
 			t.Fatalf("rejected PATCH changed the client: %+v", c)
@@ -163,9 +163,9 @@ func TestClientsPagination(t *testing.T) {
 		tok := acme.Token(acme.User(auth.RoleViewer), auth.ScopeClientsRead)
 		seedClients(t, env.DB, acme.Ctx, 30)
 
-		var l api.ClientList
+		var l models.ClientList
 		acme.Do("GET", "/api/1.0/clients", tok, nil).Status(t, http.StatusOK).Decode(t, &l)
-		if len(l.Data) != 25 || l.Meta != (api.PageMeta{CurrentPage: 1, PerPage: 25, Total: 30}) || l.Data[0].Id != 1 {
+		if len(l.Data) != 25 || l.Meta != (models.PageMeta{CurrentPage: 1, PerPage: 25, Total: 30}) || l.Data[0].Id != 1 {
 			t.Fatalf("default page: %d items, meta %+v", len(l.Data), l.Meta)
 		}
 		acme.Do("GET", "/api/1.0/clients?page=2&limit=25", tok, nil).Status(t, http.StatusOK).Decode(t, &l)
@@ -174,7 +174,7 @@ func TestClientsPagination(t *testing.T) {
 		}
 		// Past the end: 200, empty data, the real total.
 		resp := acme.Do("GET", "/api/1.0/clients?page=4&limit=10", tok, nil).Status(t, http.StatusOK).Decode(t, &l)
-		if len(l.Data) != 0 || l.Meta != (api.PageMeta{CurrentPage: 4, PerPage: 10, Total: 30}) || !bytes.Contains(resp.Body, []byte(`"data":[]`)) {
+		if len(l.Data) != 0 || l.Meta != (models.PageMeta{CurrentPage: 4, PerPage: 10, Total: 30}) || !bytes.Contains(resp.Body, []byte(`"data":[]`)) {
 			t.Fatalf("past the end: %s", resp.Body)
 		}
 		acme.Do("GET", "/api/1.0/clients?limit=100", tok, nil).Status(t, http.StatusOK).Decode(t, &l)
@@ -196,7 +196,7 @@ func TestClientsTenantIsolation(t *testing.T) {
 		ta, tb := acme.AdminToken(), bravo.AdminToken()
 		acme.Do("POST", "/api/1.0/clients", ta, nordic).Status(t, http.StatusCreated)
 		acme.Do("POST", "/api/1.0/clients", ta, nordic).Status(t, http.StatusCreated)
-		var b api.Client
+		var b models.Client
 		bravo.Do("POST", "/api/1.0/clients", tb, `{"company_name":"Bravo AB","org_number":"5560000000","country":"SE","credit_limit":1}`).
 			Status(t, http.StatusCreated).Decode(t, &b)
 		if b.Id != 1 {
@@ -213,12 +213,12 @@ func TestClientsTenantIsolation(t *testing.T) {
 				t.Fatalf("%s: 404 without message", r.method)
 			}
 		}
-		var got api.Client
+		var got models.Client
 		bravo.Do("GET", "/api/1.0/clients/1", tb, nil).Status(t, http.StatusOK).Decode(t, &got)
 		if got.CompanyName != "Bravo AB" {
 			t.Fatalf("bravo's client 1 = %+v", got)
 		}
-		var l api.ClientList
+		var l models.ClientList
 		bravo.Do("GET", "/api/1.0/clients", tb, nil).Status(t, http.StatusOK).Decode(t, &l)
 		if l.Meta.Total != 1 || len(l.Data) != 1 {
 			t.Fatalf("bravo sees %d clients", l.Meta.Total)
@@ -261,7 +261,7 @@ func TestClientsPermissions(t *testing.T) {
 		acme.Do("PATCH", "/api/1.0/clients/2", member, `{"country":"SE"}`).Status(t, http.StatusOK)
 		acme.Do("DELETE", "/api/1.0/clients/2", member, nil).Status(t, http.StatusNoContent)
 
-		var c api.Client
+		var c models.Client
 		acme.Do("GET", "/api/1.0/clients/1", admin, nil).Status(t, http.StatusOK).Decode(t, &c)
 		if c.Country != "NO" {
 			t.Fatalf("a forbidden PATCH changed the client: %+v", c)
@@ -293,7 +293,7 @@ func TestListClientsQueryCount(t *testing.T) {
 			seedClients(t, d, acme.Ctx, 250)
 			for _, q := range []string{"", "?limit=100", "?page=3&limit=100", "?page=10&limit=25"} {
 				before := count()
-				var l api.ClientList
+				var l models.ClientList
 				acme.Do("GET", "/api/1.0/clients"+q, tok, nil).Status(t, http.StatusOK).Decode(t, &l)
 				if len(l.Data) == 0 || l.Meta.Total != 250 {
 					t.Fatalf("%s: %d items of %d", q, len(l.Data), l.Meta.Total)

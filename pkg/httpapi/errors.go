@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 )
 
@@ -54,8 +54,8 @@ func isDomain(err error) bool {
 
 // Body renders err as the spec's error body. Internal errors never show their
 // cause to the client; it is logged with the request id instead.
-func Body(err error) api.Error {
-	body := api.Error{Errors: map[string][]string{}}
+func Body(err error) models.Error {
+	body := models.Error{Errors: map[string][]string{}}
 	var de *apperr.Error
 	var he *echo.HTTPError
 	switch {

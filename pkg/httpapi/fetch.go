@@ -3,7 +3,7 @@ package httpapi
 import (
 	"context"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/fetch"
 )
@@ -15,7 +15,7 @@ func (h *Handlers) fetchService() *fetch.Service {
 	return &fetch.Service{DB: h.deps.DB, Outbox: h.eventOutbox(), Window: h.deps.Config.FetchWindow, Now: h.clock()}
 }
 
-func (h *Handlers) CreateFetchRequest(ctx context.Context, req api.CreateFetchRequestRequestObject) (api.CreateFetchRequestResponseObject, error) {
+func (h *Handlers) CreateFetchRequest(ctx context.Context, req apiserver.CreateFetchRequestRequestObject) (apiserver.CreateFetchRequestResponseObject, error) {
 	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
 	if err != nil {
 		return nil, err
@@ -24,10 +24,10 @@ func (h *Handlers) CreateFetchRequest(ctx context.Context, req api.CreateFetchRe
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateFetchRequest201JSONResponse(v.API()), nil
+	return apiserver.CreateFetchRequest201JSONResponse(v.API()), nil
 }
 
-func (h *Handlers) GetFetchRequest(ctx context.Context, req api.GetFetchRequestRequestObject) (api.GetFetchRequestResponseObject, error) {
+func (h *Handlers) GetFetchRequest(ctx context.Context, req apiserver.GetFetchRequestRequestObject) (apiserver.GetFetchRequestResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -35,5 +35,5 @@ func (h *Handlers) GetFetchRequest(ctx context.Context, req api.GetFetchRequestR
 	if err != nil {
 		return nil, err
 	}
-	return api.GetFetchRequest200JSONResponse(v.API()), nil
+	return apiserver.GetFetchRequest200JSONResponse(v.API()), nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
@@ -33,7 +33,7 @@ func withClock(c *testClock) apitest.Option {
 	return apitest.WithDeps(func(d *httpapi.Deps) { d.Now = c.Now })
 }
 
-func (f *actFixture) ids(t *testing.T, a api.Act, keys ...string) []int64 {
+func (f *actFixture) ids(t *testing.T, a models.Act, keys ...string) []int64 {
 	t.Helper()
 	out := make([]int64, len(keys))
 	for i, k := range keys {
@@ -42,22 +42,22 @@ func (f *actFixture) ids(t *testing.T, a api.Act, keys ...string) []int64 {
 	return out
 }
 
-func (f *actFixture) requestFetch(t *testing.T, a api.Act, keys ...string) api.FetchRequest {
+func (f *actFixture) requestFetch(t *testing.T, a models.Act, keys ...string) models.FetchRequest {
 	t.Helper()
-	var fr api.FetchRequest
+	var fr models.FetchRequest
 	f.Do("POST", "/api/1.0/acts/"+a.Uuid.String()+"/fetch-requests", f.tok, map[string]any{"data_point_ids": f.ids(t, a, keys...)}).
 		Status(t, http.StatusCreated).Decode(t, &fr)
 	return fr
 }
 
-func (f *actFixture) getAct(t *testing.T, a api.Act) api.Act {
+func (f *actFixture) getAct(t *testing.T, a models.Act) models.Act {
 	t.Helper()
-	var got api.Act
+	var got models.Act
 	f.Do("GET", "/api/1.0/acts/"+a.Uuid.String(), f.tok, nil).Status(t, http.StatusOK).Decode(t, &got)
 	return got
 }
 
-func frField(t *testing.T, fr api.FetchRequest, key string) api.FetchRequestField {
+func frField(t *testing.T, fr models.FetchRequest, key string) models.FetchRequestField {
 	t.Helper()
 	for _, f := range fr.Fields {
 		if f.TemplateFieldKey == key {
@@ -65,7 +65,7 @@ func frField(t *testing.T, fr api.FetchRequest, key string) api.FetchRequestFiel
 		}
 	}
 	t.Fatalf("fetch request has no field %q", key)
-	return api.FetchRequestField{}
+	return models.FetchRequestField{}
 }
 
 func TestFetchRequestCreate(t *testing.T) {
@@ -82,16 +82,16 @@ func TestFetchRequestCreate(t *testing.T) {
 			t.Fatal(err)
 		}
 		fr := f.requestFetch(t, a, "revenue", "owners", "company", "limit")
-		if fr.ActUuid != a.Uuid || fr.Status != api.FetchRequestPending || len(fr.Fields) != 4 {
+		if fr.ActUuid != a.Uuid || fr.Status != models.FetchRequestPending || len(fr.Fields) != 4 {
 			t.Fatalf("fetch request = %+v", fr)
 		}
 		if !fr.RequestedAt.Equal(clk.Now()) || !fr.ExpiresAt.Equal(fr.RequestedAt.Add(12*time.Minute)) {
 			t.Errorf("requested_at %s expires_at %s, want now and now+12m (the configured window)", fr.RequestedAt, fr.ExpiresAt)
 		}
-		for key, want := range map[string]api.FieldFetchState{"revenue": api.FetchStateAwaiting, "owners": api.FetchStateAwaiting,
-			"company": api.FetchStateAccepted, "limit": api.FetchStateAccepted} {
+		for key, want := range map[string]models.FieldFetchState{"revenue": models.FetchStateAwaiting, "owners": models.FetchStateAwaiting,
+			"company": models.FetchStateAccepted, "limit": models.FetchStateAccepted} {
 			ff := frField(t, fr, key)
-			if ff.State != want || ff.ExternalDataField != (want == api.FetchStateAwaiting) {
+			if ff.State != want || ff.ExternalDataField != (want == models.FetchStateAwaiting) {
 				t.Errorf("field %s = %+v, want %s", key, ff, want)
 			}
 		}
@@ -101,14 +101,14 @@ func TestFetchRequestCreate(t *testing.T) {
 		if company.Value == nil || *company.Value != "Acme Holding AB" || *company.SourceValue != "Acme Holding AB" || company.Revision != 1 {
 			t.Errorf("company after refresh = %+v", company)
 		}
-		if company.Fetch == nil || company.Fetch.State != api.FetchStateAccepted || company.Fetch.FetchRequestId != fr.Id {
+		if company.Fetch == nil || company.Fetch.State != models.FetchStateAccepted || company.Fetch.FetchRequestId != fr.Id {
 			t.Errorf("company fetch = %+v", company.Fetch)
 		}
 		// The credit limit did not change: no new revision, still accepted.
-		if l := dpByKey(t, got, "limit"); l.Revision != 0 || l.Fetch == nil || l.Fetch.State != api.FetchStateAccepted {
+		if l := dpByKey(t, got, "limit"); l.Revision != 0 || l.Fetch == nil || l.Fetch.State != models.FetchStateAccepted {
 			t.Errorf("limit after refresh = %+v", l)
 		}
-		if r := dpByKey(t, got, "revenue"); r.Fetch == nil || r.Fetch.State != api.FetchStateAwaiting || !r.Fetch.ExpiresAt.Equal(fr.ExpiresAt) {
+		if r := dpByKey(t, got, "revenue"); r.Fetch == nil || r.Fetch.State != models.FetchStateAwaiting || !r.Fetch.ExpiresAt.Equal(fr.ExpiresAt) {
 			t.Errorf("revenue fetch = %+v", r.Fetch)
 		}
 		if r := dpByKey(t, got, "rating"); r.Fetch != nil {
@@ -127,7 +127,7 @@ func TestFetchRequestCreate(t *testing.T) {
 			t.Fatalf("events = %+v", evs)
 		}
 		ev := fetchEvents[0]
-		var p api.ActFetchDataPayload
+		var p models.ActFetchDataPayload
 		if err := json.Unmarshal([]byte(ev.Payload), &p); err != nil {
 			t.Fatal(err)
 		}
@@ -161,18 +161,18 @@ func TestFetchRequestCreate(t *testing.T) {
 		}
 
 		// History: fetch_requested by the user; built-ins by the system.
-		var h api.HistoryList
+		var h models.HistoryList
 		f.Do("GET", "/api/1.0/acts/"+a.Uuid.String()+"/history", f.tok, nil).Status(t, http.StatusOK).Decode(t, &h)
 		var sys int
 		for _, e := range h.Data {
 			switch e.Kind {
-			case api.HistoryFetchRequested:
-				if e.Actor.Type != api.ActorUser || e.FetchRequestId == nil || *e.FetchRequestId != fr.Id {
+			case models.HistoryFetchRequested:
+				if e.Actor.Type != models.ActorUser || e.FetchRequestId == nil || *e.FetchRequestId != fr.Id {
 					t.Errorf("fetch_requested entry = %+v", e)
 				}
-			case api.HistoryValueAccepted:
+			case models.HistoryValueAccepted:
 				sys++
-				if e.Actor.Type != api.ActorSystem || e.FetchRequestId == nil || *e.FetchRequestId != fr.Id {
+				if e.Actor.Type != models.ActorSystem || e.FetchRequestId == nil || *e.FetchRequestId != fr.Id {
 					t.Errorf("built-in entry = %+v", e)
 				}
 			}
@@ -182,41 +182,41 @@ func TestFetchRequestCreate(t *testing.T) {
 		}
 
 		// GET reads it back.
-		var again api.FetchRequest
+		var again models.FetchRequest
 		f.Do("GET", "/api/1.0/acts/"+a.Uuid.String()+"/fetch-requests/"+fr.Id.String(), f.tok, nil).Status(t, http.StatusOK).Decode(t, &again)
-		if again.Id != fr.Id || again.Status != api.FetchRequestPending || len(again.Fields) != 4 || frField(t, again, "revenue").State != api.FetchStateAwaiting {
+		if again.Id != fr.Id || again.Status != models.FetchRequestPending || len(again.Fields) != 4 || frField(t, again, "revenue").State != models.FetchStateAwaiting {
 			t.Errorf("GET fetch request = %+v", again)
 		}
 
 		// A newer request supersedes the older one's awaiting fields.
 		fr2 := f.requestFetch(t, a, "revenue", "rating")
 		f.Do("GET", "/api/1.0/acts/"+a.Uuid.String()+"/fetch-requests/"+fr.Id.String(), f.tok, nil).Status(t, http.StatusOK).Decode(t, &again)
-		if frField(t, again, "revenue").State != api.FetchStateSuperseded || frField(t, again, "owners").State != api.FetchStateAwaiting {
+		if frField(t, again, "revenue").State != models.FetchStateSuperseded || frField(t, again, "owners").State != models.FetchStateAwaiting {
 			t.Errorf("older request after a newer one = %+v", again.Fields)
 		}
 		got = f.getAct(t, a)
-		if r := dpByKey(t, got, "revenue"); r.Fetch == nil || r.Fetch.FetchRequestId != fr2.Id || r.Fetch.State != api.FetchStateAwaiting {
+		if r := dpByKey(t, got, "revenue"); r.Fetch == nil || r.Fetch.FetchRequestId != fr2.Id || r.Fetch.State != models.FetchStateAwaiting {
 			t.Errorf("revenue's latest fetch = %+v, want the newer request", r.Fetch)
 		}
 
 		// Expiry is derived at read time.
 		clk.Advance(12*time.Minute + time.Second)
 		f.Do("GET", "/api/1.0/acts/"+a.Uuid.String()+"/fetch-requests/"+fr2.Id.String(), f.tok, nil).Status(t, http.StatusOK).Decode(t, &again)
-		if again.Status != api.FetchRequestExpired || frField(t, again, "revenue").State != api.FetchStateExpired {
+		if again.Status != models.FetchRequestExpired || frField(t, again, "revenue").State != models.FetchStateExpired {
 			t.Errorf("expired request = %+v", again)
 		}
 		got = f.getAct(t, a)
-		if r := dpByKey(t, got, "rating"); r.Fetch == nil || r.Fetch.State != api.FetchStateExpired {
+		if r := dpByKey(t, got, "rating"); r.Fetch == nil || r.Fetch.State != models.FetchStateExpired {
 			t.Errorf("rating fetch after expiry = %+v", r.Fetch)
 		}
-		if c := dpByKey(t, got, "company"); c.Fetch.State != api.FetchStateAccepted {
+		if c := dpByKey(t, got, "company"); c.Fetch.State != models.FetchStateAccepted {
 			t.Errorf("accepted built-in reads %s after expiry", c.Fetch.State)
 		}
 
 		// Built-ins only: completed at once, no event.
 		n := len(events(t, env, f.Tenant.ID))
 		fr3 := f.requestFetch(t, a, "company", "opened")
-		if fr3.Status != api.FetchRequestCompleted || len(events(t, env, f.Tenant.ID)) != n {
+		if fr3.Status != models.FetchRequestCompleted || len(events(t, env, f.Tenant.ID)) != n {
 			t.Errorf("built-in-only request = %+v (events %d → %d)", fr3, n, len(events(t, env, f.Tenant.ID)))
 		}
 	}, withClock(clk), apitest.WithConfig(func(c *config.Config) { c.FetchWindow = 12 * time.Minute }))

@@ -5,7 +5,8 @@ import (
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/tenant"
@@ -15,7 +16,7 @@ import (
 // GetMe returns the user the bearer token was issued for. It needs no
 // scope: any valid access token may ask who it belongs to. A token whose
 // user was deleted meanwhile is no longer valid (401).
-func (h *Handlers) GetMe(ctx context.Context, _ api.GetMeRequestObject) (api.GetMeResponseObject, error) {
+func (h *Handlers) GetMe(ctx context.Context, _ apiserver.GetMeRequestObject) (apiserver.GetMeResponseObject, error) {
 	p, ok := auth.FromContext(ctx)
 	if !ok {
 		return nil, apperr.E(apperr.Unauthenticated, "authentication required")
@@ -27,11 +28,11 @@ func (h *Handlers) GetMe(ctx context.Context, _ api.GetMeRequestObject) (api.Get
 	if err != nil {
 		return nil, err
 	}
-	return api.GetMe200JSONResponse{Body: api.Me{
+	return apiserver.GetMe200JSONResponse{Body: models.Me{
 		Id:           u.ID,
 		Email:        openapi_types.Email(u.Email),
 		Name:         u.Name,
-		Role:         api.Role(u.Role),
+		Role:         models.Role(u.Role),
 		Organization: tenant.MustFromContext(ctx).Slug,
 	}}, nil
 }

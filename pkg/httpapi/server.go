@@ -21,7 +21,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -71,7 +71,7 @@ type Deps struct {
 	WebhookNotifier outbox.Notifier
 }
 
-// Handlers implements api.StrictServerInterface, one file per capability
+// Handlers implements apiserver.StrictServerInterface, one file per capability
 // (clients.go, acts.go, actdata.go, webhooks.go, …). The assertion below
 // keeps the set complete: an operation added to the spec without a handler
 // fails the build.
@@ -80,7 +80,7 @@ type Handlers struct {
 	box  *secretbox.Box // seals webhook signing secrets
 }
 
-var _ api.StrictServerInterface = (*Handlers)(nil)
+var _ apiserver.StrictServerInterface = (*Handlers)(nil)
 
 // operational paths answer on any host, without a tenant.
 var operational = map[string]bool{
@@ -139,9 +139,9 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 		return nil, err
 	}
 	h := &Handlers{deps: deps, box: box}
-	strict := api.NewStrictHandler(h, nil)
+	strict := apiserver.NewStrictHandler(h, nil)
 	apiGroup := e.Group("", bearerAuth(deps.Auth), validator)
-	api.RegisterHandlers(apiGroup, strict)
+	apiserver.RegisterHandlers(apiGroup, strict)
 
 	registerOperational(e, deps)
 	for _, r := range deps.Routes {

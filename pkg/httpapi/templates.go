@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
@@ -21,7 +22,7 @@ func (h *Handlers) templateStore() *templates.Store { return templates.NewStore(
 
 // ListTemplates is GET /templates: every version, with fields, in a constant
 // number of queries.
-func (h *Handlers) ListTemplates(ctx context.Context, req api.ListTemplatesRequestObject) (api.ListTemplatesResponseObject, error) {
+func (h *Handlers) ListTemplates(ctx context.Context, req apiserver.ListTemplatesRequestObject) (apiserver.ListTemplatesResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeTemplatesRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -33,7 +34,7 @@ func (h *Handlers) ListTemplates(ctx context.Context, req api.ListTemplatesReque
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListTemplates200JSONResponse{Data: make([]api.Template, len(list)), Meta: p.Meta(total)}
+	out := apiserver.ListTemplates200JSONResponse{Data: make([]models.Template, len(list)), Meta: p.Meta(total)}
 	for i := range list {
 		if out.Data[i], err = templateJSON(&list[i]); err != nil {
 			return nil, err
@@ -43,7 +44,7 @@ func (h *Handlers) ListTemplates(ctx context.Context, req api.ListTemplatesReque
 }
 
 // GetTemplate is GET /templates/{id}.
-func (h *Handlers) GetTemplate(ctx context.Context, req api.GetTemplateRequestObject) (api.GetTemplateResponseObject, error) {
+func (h *Handlers) GetTemplate(ctx context.Context, req apiserver.GetTemplateRequestObject) (apiserver.GetTemplateResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeTemplatesRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -55,11 +56,11 @@ func (h *Handlers) GetTemplate(ctx context.Context, req api.GetTemplateRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return api.GetTemplate200JSONResponse(body), nil
+	return apiserver.GetTemplate200JSONResponse(body), nil
 }
 
 // CreateTemplate is POST /templates (admins).
-func (h *Handlers) CreateTemplate(ctx context.Context, req api.CreateTemplateRequestObject) (api.CreateTemplateResponseObject, error) {
+func (h *Handlers) CreateTemplate(ctx context.Context, req apiserver.CreateTemplateRequestObject) (apiserver.CreateTemplateResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeTemplatesWrite, auth.Admin); err != nil {
 		return nil, err
 	}
@@ -75,12 +76,12 @@ func (h *Handlers) CreateTemplate(ctx context.Context, req api.CreateTemplateReq
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateTemplate201JSONResponse(body), nil
+	return apiserver.CreateTemplate201JSONResponse(body), nil
 }
 
 // UpdateTemplate is PUT /templates/{id} (admins): 200 when changed in place
 // (or unchanged), 201 with the new version when the template is in use.
-func (h *Handlers) UpdateTemplate(ctx context.Context, req api.UpdateTemplateRequestObject) (api.UpdateTemplateResponseObject, error) {
+func (h *Handlers) UpdateTemplate(ctx context.Context, req apiserver.UpdateTemplateRequestObject) (apiserver.UpdateTemplateResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeTemplatesWrite, auth.Admin); err != nil {
 		return nil, err
 	}
@@ -97,14 +98,14 @@ func (h *Handlers) UpdateTemplate(ctx context.Context, req api.UpdateTemplateReq
 		return nil, err
 	}
 	if created {
-		return api.UpdateTemplate201JSONResponse(body), nil
+		return apiserver.UpdateTemplate201JSONResponse(body), nil
 	}
-	return api.UpdateTemplate200JSONResponse(body), nil
+	return apiserver.UpdateTemplate200JSONResponse(body), nil
 }
 
 // templateInput converts the request body. Options pass through JSON into
 // fieldtype.Options, whose strict decoder is the one definition of them.
-func templateInput(b *api.TemplateInput) (templates.Input, error) {
+func templateInput(b *models.TemplateInput) (templates.Input, error) {
 	in := templates.Input{Name: b.Name, Fields: make([]templates.FieldInput, len(b.Fields))}
 	fe := apperr.FieldErrors{}
 	for i, f := range b.Fields {
@@ -125,20 +126,20 @@ func templateInput(b *api.TemplateInput) (templates.Input, error) {
 	return in, fe.Err(apperr.Invalid, "The template is invalid.")
 }
 
-func templateJSON(t *templates.Template) (api.Template, error) {
-	out := api.Template{
+func templateJSON(t *templates.Template) (models.Template, error) {
+	out := models.Template{
 		Id: t.ID, Name: t.Name, Version: t.Version, PreviousVersionId: t.PreviousVersionID,
 		InUse: t.InUse, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(),
-		Fields: make([]api.TemplateField, len(t.Fields)),
+		Fields: make([]models.TemplateField, len(t.Fields)),
 	}
 	for i := range t.Fields {
 		f := &t.Fields[i]
-		tf := api.TemplateField{
-			Id: f.ID, Key: f.Key, Name: f.Name, Type: api.FieldType(f.Type),
-			Source: api.FieldSource(f.Source), ExternalDataField: f.External(),
+		tf := models.TemplateField{
+			Id: f.ID, Key: f.Key, Name: f.Name, Type: models.FieldType(f.Type),
+			Source: models.FieldSource(f.Source), ExternalDataField: f.External(),
 		}
 		if f.Options != nil {
-			var o api.FieldOptions
+			var o models.FieldOptions
 			if err := json.Unmarshal([]byte(*f.Options), &o); err != nil {
 				return out, fmt.Errorf("template %d field %d: stored options: %w", t.ID, f.ID, err)
 			}

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/httpapi"
@@ -40,22 +40,22 @@ func TestTemplatesCreateGetList(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
 		acme := env.Tenant("acme")
 		admin := acme.AdminToken()
-		var tpl api.Template
+		var tpl models.Template
 		acme.Do("POST", "/api/1.0/templates", admin, creditReviewJSON).Status(t, http.StatusCreated).Decode(t, &tpl)
 		if tpl.Id != 1 || tpl.Version != 1 || tpl.PreviousVersionId != nil || tpl.InUse || len(tpl.Fields) != 8 {
 			t.Fatalf("created %+v", tpl)
 		}
-		byKey := map[string]api.TemplateField{}
+		byKey := map[string]models.TemplateField{}
 		for _, f := range tpl.Fields {
 			byKey[f.Key] = f
 		}
-		if f := byKey["equity_ratio"]; !f.ExternalDataField || f.Options != nil || f.Type != api.FieldTypePercentage {
+		if f := byKey["equity_ratio"]; !f.ExternalDataField || f.Options != nil || f.Type != models.FieldTypePercentage {
 			t.Errorf("equity_ratio = %+v", f)
 		}
 		if f := byKey["company_name"]; f.ExternalDataField || f.Options == nil || *f.Options.MaxLength != 10000 {
 			t.Errorf("company_name = %+v (want effective max_length)", f)
 		}
-		if f := byKey["credit_limit"]; *f.Options.Currency != "NOK" || *f.Options.Decimals != 2 || f.Source != api.SourceClientCreditLimit {
+		if f := byKey["credit_limit"]; *f.Options.Currency != "NOK" || *f.Options.Decimals != 2 || f.Source != models.SourceClientCreditLimit {
 			t.Errorf("credit_limit = %+v", f)
 		}
 		if f := byKey["key_figures"]; !f.ExternalDataField || len(*f.Options.Columns) != 2 || *(*f.Options.Columns)[1].Options.Decimals != 2 {
@@ -65,7 +65,7 @@ func TestTemplatesCreateGetList(t *testing.T) {
 			t.Error("fields not in the order given")
 		}
 
-		var got api.Template
+		var got models.Template
 		acme.Do("GET", "/api/1.0/templates/1", admin, nil).Status(t, http.StatusOK).Decode(t, &got)
 		a, _ := json.Marshal(tpl)
 		b, _ := json.Marshal(got)
@@ -78,9 +78,9 @@ func TestTemplatesCreateGetList(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			acme.Do("POST", "/api/1.0/templates", admin, oneField("integer", "manual", "")).Status(t, http.StatusCreated)
 		}
-		var l api.TemplateList
+		var l models.TemplateList
 		acme.Do("GET", "/api/1.0/templates?limit=2", viewer, nil).Status(t, http.StatusOK).Decode(t, &l)
-		if l.Meta != (api.PageMeta{CurrentPage: 1, PerPage: 2, Total: 5}) || len(l.Data) != 2 || len(l.Data[0].Fields) != 8 || len(l.Data[1].Fields) != 1 {
+		if l.Meta != (models.PageMeta{CurrentPage: 1, PerPage: 2, Total: 5}) || len(l.Data) != 2 || len(l.Data[0].Fields) != 8 || len(l.Data[1].Fields) != 1 {
 			t.Fatalf("list: %+v", l.Meta)
 		}
 		acme.Do("GET", "/api/1.0/templates?page=3&limit=2", viewer, nil).Status(t, http.StatusOK).Decode(t, &l)
@@ -120,7 +120,7 @@ func TestTemplateFieldOptions(t *testing.T) {
 		}
 		for _, c := range valid {
 			t.Run("valid "+c.typ+" "+c.options, func(t *testing.T) {
-				var tpl api.Template
+				var tpl models.Template
 				acme.Do("POST", "/api/1.0/templates", admin, oneField(c.typ, "manual", c.options)).Status(t, http.StatusCreated).Decode(t, &tpl)
 				if string(tpl.Fields[0].Type) != c.typ {
 					t.Fatalf("type %s stored as %s", c.typ, tpl.Fields[0].Type)
@@ -163,7 +163,7 @@ func TestTemplateFieldOptions(t *testing.T) {
 				}
 			})
 		}
-		var l api.TemplateList
+		var l models.TemplateList
 		acme.Do("GET", "/api/1.0/templates?limit=100", admin, nil).Status(t, http.StatusOK).Decode(t, &l)
 		if l.Meta.Total != int64(len(valid)) {
 			t.Fatalf("%d templates stored, want the %d valid ones", l.Meta.Total, len(valid))
@@ -211,7 +211,7 @@ func TestTemplateKeysAndSources(t *testing.T) {
 			{"table", "external_data", `{"columns": [{"key": "a", "name": "A", "type": "date"}]}`},
 			{"boolean", "external_data", ""},
 		} {
-			var tpl api.Template
+			var tpl models.Template
 			acme.Do("POST", "/api/1.0/templates", admin, oneField(c.typ, c.source, c.options)).Status(t, http.StatusCreated).Decode(t, &tpl)
 			if tpl.Fields[0].ExternalDataField != (c.source == "external_data") {
 				t.Errorf("%s: external_data_field = %v", c.source, tpl.Fields[0].ExternalDataField)
@@ -224,14 +224,14 @@ func TestTemplatesUpdate(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
 		acme := env.Tenant("acme")
 		admin := acme.AdminToken()
-		var v1 api.Template
+		var v1 models.Template
 		acme.Do("POST", "/api/1.0/templates", admin, creditReviewJSON).Status(t, http.StatusCreated).Decode(t, &v1)
 
 		// Unused: 200, same id and version, new content.
 		changed := `{"name":"Credit review","fields":[
 		  {"key":"company_name","name":"Company","type":"text","source":"client.company_name"},
 		  {"key":"score","name":"Score","type":"integer","source":"external_data"}]}`
-		var up api.Template
+		var up models.Template
 		acme.Do("PUT", "/api/1.0/templates/1", admin, changed).Status(t, http.StatusOK).Decode(t, &up)
 		if up.Id != 1 || up.Version != 1 || len(up.Fields) != 2 || up.Fields[0].Id != v1.Fields[0].Id || up.Fields[1].Key != "score" {
 			t.Fatalf("in place: %+v", up)
@@ -244,12 +244,12 @@ func TestTemplatesUpdate(t *testing.T) {
 		if !up.InUse {
 			t.Fatal("in_use false with an act")
 		}
-		var v2 api.Template
+		var v2 models.Template
 		acme.Do("PUT", "/api/1.0/templates/1", admin, creditReviewJSON).Status(t, http.StatusCreated).Decode(t, &v2)
 		if v2.Id == 1 || v2.Version != 2 || v2.PreviousVersionId == nil || *v2.PreviousVersionId != 1 || v2.InUse || len(v2.Fields) != 8 {
 			t.Fatalf("new version: %+v", v2)
 		}
-		var old api.Template
+		var old models.Template
 		acme.Do("GET", "/api/1.0/templates/1", admin, nil).Status(t, http.StatusOK).Decode(t, &old)
 		if len(old.Fields) != 2 || old.Fields[1].Key != "score" || old.Version != 1 {
 			t.Fatalf("version 1 changed: %+v", old)
@@ -259,7 +259,7 @@ func TestTemplatesUpdate(t *testing.T) {
 		if up.Id != 1 {
 			t.Fatalf("identical PUT answered %+v", up)
 		}
-		var l api.TemplateList
+		var l models.TemplateList
 		acme.Do("GET", "/api/1.0/templates", admin, nil).Status(t, http.StatusOK).Decode(t, &l)
 		if l.Meta.Total != 2 || !l.Data[0].InUse || l.Data[1].InUse {
 			t.Fatalf("list after versioning: %+v", l)
@@ -283,14 +283,14 @@ func TestTemplatesTenantIsolation(t *testing.T) {
 		ta, tb := acme.AdminToken(), bravo.AdminToken()
 		acme.Do("POST", "/api/1.0/templates", ta, creditReviewJSON).Status(t, http.StatusCreated)
 		acme.Do("POST", "/api/1.0/templates", ta, creditReviewJSON).Status(t, http.StatusCreated)
-		var b api.Template
+		var b models.Template
 		bravo.Do("POST", "/api/1.0/templates", tb, oneField("boolean", "manual", "")).Status(t, http.StatusCreated).Decode(t, &b)
 		if b.Id != 1 {
 			t.Fatalf("bravo's template id = %d", b.Id)
 		}
 		bravo.Do("GET", "/api/1.0/templates/2", tb, nil).Status(t, http.StatusNotFound)
 		bravo.Do("PUT", "/api/1.0/templates/2", tb, oneField("date", "manual", "")).Status(t, http.StatusNotFound)
-		var got api.Template
+		var got models.Template
 		bravo.Do("GET", "/api/1.0/templates/1", tb, nil).Status(t, http.StatusOK).Decode(t, &got)
 		if got.Name != "T" || len(got.Fields) != 1 {
 			t.Fatalf("bravo's template 1 = %+v", got)
@@ -325,7 +325,7 @@ func TestTemplatesPermissions(t *testing.T) {
 		acme.Do("GET", "/api/1.0/templates/1", viewer, nil).Status(t, http.StatusOK)
 		acme.Do("GET", "/api/1.0/templates/1", "", nil).Status(t, http.StatusUnauthorized)
 
-		var l api.TemplateList
+		var l models.TemplateList
 		acme.Do("GET", "/api/1.0/templates", admin, nil).Status(t, http.StatusOK).Decode(t, &l)
 		if l.Meta.Total != 1 || len(l.Data[0].Fields) != 8 {
 			t.Fatalf("a forbidden write changed templates: %+v", l.Meta)
@@ -348,7 +348,7 @@ func TestListTemplatesQueryCount(t *testing.T) {
 			}
 			for _, q := range []string{"?limit=3", "?limit=12", "?page=2&limit=5"} {
 				before := count()
-				var l api.TemplateList
+				var l models.TemplateList
 				acme.Do("GET", "/api/1.0/templates"+q, admin, nil).Status(t, http.StatusOK).Decode(t, &l)
 				if n := count() - before; n != 4 {
 					t.Errorf("GET /templates%s (%d templates): %d queries, want 4", q, len(l.Data), n)

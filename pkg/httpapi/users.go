@@ -5,7 +5,8 @@ import (
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/page"
@@ -14,7 +15,7 @@ import (
 
 // ListUsers is GET /users: admins only (DESIGN section 3). The operation
 // declares no scope, so only the role is checked.
-func (h *Handlers) ListUsers(ctx context.Context, req api.ListUsersRequestObject) (api.ListUsersResponseObject, error) {
+func (h *Handlers) ListUsers(ctx context.Context, req apiserver.ListUsersRequestObject) (apiserver.ListUsersResponseObject, error) {
 	p, ok := auth.FromContext(ctx)
 	if !ok {
 		return nil, apperr.E(apperr.Unauthenticated, "authentication required")
@@ -30,11 +31,11 @@ func (h *Handlers) ListUsers(ctx context.Context, req api.ListUsersRequestObject
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListUsers200JSONResponse{Data: make([]api.User, len(list)), Meta: pr.Meta(total)}
+	out := apiserver.ListUsers200JSONResponse{Data: make([]models.User, len(list)), Meta: pr.Meta(total)}
 	for i, u := range list {
-		out.Data[i] = api.User{
+		out.Data[i] = models.User{
 			Id: u.ID, Email: openapi_types.Email(u.Email), Name: u.Name,
-			Role: api.Role(u.Role), CreatedAt: u.CreatedAt.UTC(),
+			Role: models.Role(u.Role), CreatedAt: u.CreatedAt.UTC(),
 		}
 	}
 	return out, nil

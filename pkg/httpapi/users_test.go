@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 )
@@ -21,13 +21,13 @@ func TestListUsers(t *testing.T) {
 		bravo.User(auth.RoleAdmin)
 		tok := acme.Token(admin) // the operation needs no scope, only the admin role
 
-		var l api.UserList
+		var l models.UserList
 		acme.Do("GET", "/api/1.0/users", tok, nil).Status(t, http.StatusOK).Decode(t, &l)
-		if l.Meta != (api.PageMeta{CurrentPage: 1, PerPage: 25, Total: 3}) || len(l.Data) != 3 {
+		if l.Meta != (models.PageMeta{CurrentPage: 1, PerPage: 25, Total: 3}) || len(l.Data) != 3 {
 			t.Fatalf("users: %+v", l)
 		}
 		if l.Data[0].Id != admin || l.Data[1].Id != member || l.Data[2].Id != viewer ||
-			l.Data[1].Role != api.RoleMember || l.Data[0].Email == "" || l.Data[0].CreatedAt.IsZero() {
+			l.Data[1].Role != models.RoleMember || l.Data[0].Email == "" || l.Data[0].CreatedAt.IsZero() {
 			t.Fatalf("users not ordered by id or incomplete: %+v", l.Data)
 		}
 		acme.Do("GET", "/api/1.0/users?page=2&limit=2", tok, nil).Status(t, http.StatusOK).Decode(t, &l)

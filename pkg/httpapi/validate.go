@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -12,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	oapimw "github.com/oapi-codegen/echo-middleware"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/apperr"
 )
 
@@ -24,9 +23,9 @@ func init() {
 
 // Spec returns a fresh copy of the embedded OpenAPI document.
 func Spec() (*openapi3.T, error) {
-	spec, err := api.GetSwagger()
+	spec, err := openapi.Load()
 	if err != nil {
-		return nil, fmt.Errorf("load embedded spec: %w", err)
+		return nil, err
 	}
 	// Tenant hosts are resolved by our own middleware, not matched against
 	// the servers entry.

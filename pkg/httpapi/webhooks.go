@@ -7,7 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/page"
@@ -30,17 +31,17 @@ func (h *Handlers) webhookStore() *registry.Store {
 	})
 }
 
-func webhookView(w *registry.Webhook) api.Webhook {
-	return api.Webhook{
-		Id: w.ID, Event: api.EventKind(w.Event), Target: w.Target, Active: w.Active,
+func webhookView(w *registry.Webhook) models.Webhook {
+	return models.Webhook{
+		Id: w.ID, Event: models.EventKind(w.Event), Target: w.Target, Active: w.Active,
 		CreatedByUserId: w.CreatedByUserID, CreatedByClientId: w.CreatedByClientID,
 		DisabledReason: w.DisabledReason, CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
 	}
 }
 
-func webhookWithSecret(w *registry.Webhook, secret string) api.WebhookWithSecret {
+func webhookWithSecret(w *registry.Webhook, secret string) models.WebhookWithSecret {
 	v := webhookView(w)
-	out := api.WebhookWithSecret{
+	out := models.WebhookWithSecret{
 		Id: v.Id, Event: v.Event, Target: v.Target, Active: v.Active,
 		CreatedByUserId: v.CreatedByUserId, CreatedByClientId: v.CreatedByClientId,
 		DisabledReason: v.DisabledReason, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
@@ -53,14 +54,14 @@ func webhookWithSecret(w *registry.Webhook, secret string) api.WebhookWithSecret
 	return out
 }
 
-func deliveryView(d *registry.Delivery) (api.Delivery, error) {
+func deliveryView(d *registry.Delivery) (models.Delivery, error) {
 	id, err := uuid.Parse(d.ID)
 	if err != nil {
-		return api.Delivery{}, fmt.Errorf("delivery id %q: %w", d.ID, err)
+		return models.Delivery{}, fmt.Errorf("delivery id %q: %w", d.ID, err)
 	}
 	ev, err := uuid.Parse(d.EventID)
 	if err != nil {
-		return api.Delivery{}, fmt.Errorf("event id %q: %w", d.EventID, err)
+		return models.Delivery{}, fmt.Errorf("event id %q: %w", d.EventID, err)
 	}
 	utc := func(t *time.Time) *time.Time {
 		if t == nil {
@@ -69,16 +70,16 @@ func deliveryView(d *registry.Delivery) (api.Delivery, error) {
 		u := t.UTC()
 		return &u
 	}
-	return api.Delivery{
-		Id: id, WebhookId: d.WebhookID, EventId: ev, Event: api.EventKind(d.Event),
-		Status: api.DeliveryStatus(d.Status), Attempts: d.Attempts,
+	return models.Delivery{
+		Id: id, WebhookId: d.WebhookID, EventId: ev, Event: models.EventKind(d.Event),
+		Status: models.DeliveryStatus(d.Status), Attempts: d.Attempts,
 		LastStatusCode: d.LastStatusCode, LastError: d.LastError, ResponseExcerpt: d.ResponseExcerpt,
 		LastAttemptAt: utc(d.LastAttemptAt), NextAttemptAt: utc(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(),
 	}, nil
 }
 
 // ListWebhooks is GET /webhooks.
-func (h *Handlers) ListWebhooks(ctx context.Context, req api.ListWebhooksRequestObject) (api.ListWebhooksResponseObject, error) {
+func (h *Handlers) ListWebhooks(ctx context.Context, req apiserver.ListWebhooksRequestObject) (apiserver.ListWebhooksResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func (h *Handlers) ListWebhooks(ctx context.Context, req api.ListWebhooksRequest
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListWebhooks200JSONResponse{Data: make([]api.Webhook, 0, len(ws)),
+	out := apiserver.ListWebhooks200JSONResponse{Data: make([]models.Webhook, 0, len(ws)),
 		Meta: pg.Meta(total)}
 	for i := range ws {
 		out.Data = append(out.Data, webhookView(&ws[i]))
@@ -100,7 +101,7 @@ func (h *Handlers) ListWebhooks(ctx context.Context, req api.ListWebhooksRequest
 }
 
 // CreateWebhook is POST /webhooks.
-func (h *Handlers) CreateWebhook(ctx context.Context, req api.CreateWebhookRequestObject) (api.CreateWebhookResponseObject, error) {
+func (h *Handlers) CreateWebhook(ctx context.Context, req apiserver.CreateWebhookRequestObject) (apiserver.CreateWebhookResponseObject, error) {
 	p, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write)
 	if err != nil {
 		return nil, err
@@ -113,11 +114,11 @@ func (h *Handlers) CreateWebhook(ctx context.Context, req api.CreateWebhookReque
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateWebhook201JSONResponse(webhookWithSecret(w, secret)), nil
+	return apiserver.CreateWebhook201JSONResponse(webhookWithSecret(w, secret)), nil
 }
 
 // GetWebhook is GET /webhooks/{id}.
-func (h *Handlers) GetWebhook(ctx context.Context, req api.GetWebhookRequestObject) (api.GetWebhookResponseObject, error) {
+func (h *Handlers) GetWebhook(ctx context.Context, req apiserver.GetWebhookRequestObject) (apiserver.GetWebhookResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -126,11 +127,11 @@ func (h *Handlers) GetWebhook(ctx context.Context, req api.GetWebhookRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return api.GetWebhook200JSONResponse(webhookView(w)), nil
+	return apiserver.GetWebhook200JSONResponse(webhookView(w)), nil
 }
 
 // UpdateWebhook is PATCH /webhooks/{id}.
-func (h *Handlers) UpdateWebhook(ctx context.Context, req api.UpdateWebhookRequestObject) (api.UpdateWebhookResponseObject, error) {
+func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhookRequestObject) (apiserver.UpdateWebhookResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
 		return nil, err
 	}
@@ -142,11 +143,11 @@ func (h *Handlers) UpdateWebhook(ctx context.Context, req api.UpdateWebhookReque
 	if err != nil {
 		return nil, err
 	}
-	return api.UpdateWebhook200JSONResponse(webhookView(w)), nil
+	return apiserver.UpdateWebhook200JSONResponse(webhookView(w)), nil
 }
 
 // DeleteWebhook is DELETE /webhooks/{id}.
-func (h *Handlers) DeleteWebhook(ctx context.Context, req api.DeleteWebhookRequestObject) (api.DeleteWebhookResponseObject, error) {
+func (h *Handlers) DeleteWebhook(ctx context.Context, req apiserver.DeleteWebhookRequestObject) (apiserver.DeleteWebhookResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
 		return nil, err
 	}
@@ -154,11 +155,11 @@ func (h *Handlers) DeleteWebhook(ctx context.Context, req api.DeleteWebhookReque
 	if err := s.Delete(ctx, req.Id); err != nil {
 		return nil, err
 	}
-	return api.DeleteWebhook204Response{}, nil
+	return apiserver.DeleteWebhook204Response{}, nil
 }
 
 // RotateWebhookSecret is POST /webhooks/{id}/rotate-secret.
-func (h *Handlers) RotateWebhookSecret(ctx context.Context, req api.RotateWebhookSecretRequestObject) (api.RotateWebhookSecretResponseObject, error) {
+func (h *Handlers) RotateWebhookSecret(ctx context.Context, req apiserver.RotateWebhookSecretRequestObject) (apiserver.RotateWebhookSecretResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
 		return nil, err
 	}
@@ -167,11 +168,11 @@ func (h *Handlers) RotateWebhookSecret(ctx context.Context, req api.RotateWebhoo
 	if err != nil {
 		return nil, err
 	}
-	return api.RotateWebhookSecret200JSONResponse(webhookWithSecret(w, secret)), nil
+	return apiserver.RotateWebhookSecret200JSONResponse(webhookWithSecret(w, secret)), nil
 }
 
 // ListWebhookDeliveries is GET /webhooks/{id}/deliveries.
-func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req api.ListWebhookDeliveriesRequestObject) (api.ListWebhookDeliveriesResponseObject, error) {
+func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req apiserver.ListWebhookDeliveriesRequestObject) (apiserver.ListWebhookDeliveriesResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req api.ListWebhoo
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListWebhookDeliveries200JSONResponse{Data: make([]api.Delivery, 0, len(ds)),
+	out := apiserver.ListWebhookDeliveries200JSONResponse{Data: make([]models.Delivery, 0, len(ds)),
 		Meta: pg.Meta(total)}
 	for i := range ds {
 		v, err := deliveryView(&ds[i])
@@ -197,7 +198,7 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req api.ListWebhoo
 }
 
 // RedeliverWebhookDelivery is POST /webhooks/{id}/deliveries/{delivery_id}/redeliver.
-func (h *Handlers) RedeliverWebhookDelivery(ctx context.Context, req api.RedeliverWebhookDeliveryRequestObject) (api.RedeliverWebhookDeliveryResponseObject, error) {
+func (h *Handlers) RedeliverWebhookDelivery(ctx context.Context, req apiserver.RedeliverWebhookDeliveryRequestObject) (apiserver.RedeliverWebhookDeliveryResponseObject, error) {
 	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
 		return nil, err
 	}
@@ -210,5 +211,5 @@ func (h *Handlers) RedeliverWebhookDelivery(ctx context.Context, req api.Redeliv
 	if err != nil {
 		return nil, err
 	}
-	return api.RedeliverWebhookDelivery202JSONResponse(v), nil
+	return apiserver.RedeliverWebhookDelivery202JSONResponse(v), nil
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
@@ -132,8 +132,8 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 
 			f := newActFixture(t, env, "acme")
 			tok := f.Token(f.member, auth.ScopeActsRead, auth.ScopeActsWrite, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)
-			register := func(event, path string) api.WebhookWithSecret {
-				var wh api.WebhookWithSecret
+			register := func(event, path string) models.WebhookWithSecret {
+				var wh models.WebhookWithSecret
 				f.Do("POST", "/api/1.0/webhooks", tok, map[string]any{"event": event, "target": rcv.URL + path}).Status(t, 201).Decode(t, &wh)
 				rcv.mu.Lock()
 				rcv.secrets[path] = wh.Secret
@@ -172,7 +172,7 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 				t.Fatalf("first event %+v, want act.created for %s", ev, a.Uuid)
 			}
 			// act.duplicated, and no act.created, for a duplicate.
-			var dup api.Act
+			var dup models.Act
 			f.Do("POST", "/api/1.0/acts/"+a.Uuid.String()+"/duplicate", f.tok, nil).Status(t, 201).Decode(t, &dup)
 			ev = rcv.next(t)
 			if ev.Event != outbox.ActDuplicated || ev.Data.Act.UUID != dup.Uuid.String() || ev.Data.SourceActUUID != a.Uuid.String() {
@@ -198,7 +198,7 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 				if dp.Value == nil || dp.SourceValue == nil || *dp.SourceValue != *dp.Value || dp.Revision != 1 {
 					t.Fatalf("%s after the loop: %+v", key, dp)
 				}
-				if dp.Fetch == nil || dp.Fetch.State != api.FetchStateAccepted || dp.Fetch.FetchRequestId != fr.Id {
+				if dp.Fetch == nil || dp.Fetch.State != models.FetchStateAccepted || dp.Fetch.FetchRequestId != fr.Id {
 					t.Fatalf("%s fetch: %+v", key, dp.Fetch)
 				}
 				if _, err := fieldtype.Normalize(fieldtype.Type(dp.Type), fieldOptions(t, dp.Options), *dp.Value); err != nil {
@@ -206,23 +206,23 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 				}
 				byDP[dp.Id] = *dp.Value
 			}
-			var fr2 api.FetchRequest
+			var fr2 models.FetchRequest
 			f.Do("GET", "/api/1.0/acts/"+a.Uuid.String()+"/fetch-requests/"+fr.Id.String(), f.tok, nil).Status(t, 200).Decode(t, &fr2)
-			if fr2.Status != api.FetchRequestCompleted {
+			if fr2.Status != models.FetchRequestCompleted {
 				t.Fatalf("fetch request %s", fr2.Status)
 			}
-			var hist api.HistoryList
+			var hist models.HistoryList
 			f.Do("GET", "/api/1.0/acts/"+a.Uuid.String()+"/history?limit=100", f.tok, nil).Status(t, 200).Decode(t, &hist)
 			accepted := 0
 			for _, h := range hist.Data {
-				if h.Kind != api.HistoryValueAccepted || h.FetchRequestId == nil || *h.FetchRequestId != fr.Id || h.DataPointId == nil {
+				if h.Kind != models.HistoryValueAccepted || h.FetchRequestId == nil || *h.FetchRequestId != fr.Id || h.DataPointId == nil {
 					continue
 				}
 				want, external := byDP[*h.DataPointId]
 				if !external {
 					continue // the built-in company field, filled by the service
 				}
-				if h.NewValue == nil || *h.NewValue != want || h.Actor.Type != api.ActorApp {
+				if h.NewValue == nil || *h.NewValue != want || h.Actor.Type != models.ActorApp {
 					t.Fatalf("history entry %+v", h)
 				}
 				accepted++
@@ -232,9 +232,9 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			}
 
 			// The delivery log shows the act.fetch_data delivery.
-			var log api.DeliveryList
+			var log models.DeliveryList
 			f.Do("GET", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries", tok, nil).Status(t, 200).Decode(t, &log)
-			if len(log.Data) != 1 || log.Data[0].Status != api.DeliverySucceeded || log.Data[0].LastStatusCode == nil || *log.Data[0].LastStatusCode != 202 {
+			if len(log.Data) != 1 || log.Data[0].Status != models.DeliverySucceeded || log.Data[0].LastStatusCode == nil || *log.Data[0].LastStatusCode != 202 {
 				t.Fatalf("delivery log %+v", log.Data)
 			}
 			// Exactly one act.created (the duplicate had none) and one
@@ -254,9 +254,9 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			// Redelivery: the same event id, signed afresh, acknowledged by
 			// the integration, which does not write twice.
 			<-rcv.fetched
-			var red api.Delivery
+			var red models.Delivery
 			f.Do("POST", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries/"+log.Data[0].Id.String()+"/redeliver", tok, nil).Status(t, 202).Decode(t, &red)
-			if red.EventId != log.Data[0].EventId || red.Status != api.DeliveryPending {
+			if red.EventId != log.Data[0].EventId || red.Status != models.DeliveryPending {
 				t.Fatalf("redelivered %+v", red)
 			}
 			select {
@@ -266,7 +266,7 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			}
 			for i := 0; ; i++ { // the worker records the outcome after the response
 				f.Do("GET", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries", tok, nil).Status(t, 200).Decode(t, &log)
-				if log.Data[0].Status == api.DeliverySucceeded {
+				if log.Data[0].Status == models.DeliverySucceeded {
 					break
 				}
 				if i == 200 {
@@ -291,7 +291,7 @@ func (e *statusError) Error() string { return "write-back status " + itoa(int64(
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-func fieldOptions(t *testing.T, o *api.FieldOptions) *fieldtype.Options {
+func fieldOptions(t *testing.T, o *models.FieldOptions) *fieldtype.Options {
 	t.Helper()
 	if o == nil {
 		return nil

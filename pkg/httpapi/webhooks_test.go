@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
@@ -41,9 +41,9 @@ func newWebhookEnv(t *testing.T, env *apitest.Env, slug string) *webhookEnv {
 		tok: te.Token(m, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)}
 }
 
-func (w *webhookEnv) create(t *testing.T, event, target string) api.WebhookWithSecret {
+func (w *webhookEnv) create(t *testing.T, event, target string) models.WebhookWithSecret {
 	t.Helper()
-	var out api.WebhookWithSecret
+	var out models.WebhookWithSecret
 	w.Do("POST", "/api/1.0/webhooks", w.tok, map[string]any{"event": event, "target": target}).Status(t, 201).Decode(t, &out)
 	return out
 }
@@ -85,7 +85,7 @@ func TestWebhookLifecycle(t *testing.T) {
 		if strings.Contains(string(r.Body), "secret") {
 			t.Fatalf("GET shows a secret: %s", r.Body)
 		}
-		var got api.Webhook
+		var got models.Webhook
 		r.Decode(t, &got)
 		if got.Id != wh.Id || got.Target != wh.Target {
 			t.Fatalf("got %+v", got)
@@ -94,9 +94,9 @@ func TestWebhookLifecycle(t *testing.T) {
 		// List with pagination.
 		acme.create(t, "act.created", "https://hooks.example.com/created")
 		acme.create(t, "act.duplicated", "https://hooks.example.com/dup")
-		var page api.WebhookList
+		var page models.WebhookList
 		acme.Do("GET", "/api/1.0/webhooks?page=2&limit=2", acme.tok, nil).Status(t, 200).Decode(t, &page)
-		if page.Meta != (api.PageMeta{CurrentPage: 2, PerPage: 2, Total: 3}) || len(page.Data) != 1 || page.Data[0].Event != "act.duplicated" {
+		if page.Meta != (models.PageMeta{CurrentPage: 2, PerPage: 2, Total: 3}) || len(page.Data) != 1 || page.Data[0].Event != "act.duplicated" {
 			t.Fatalf("page 2: %+v", page)
 		}
 		r = acme.Do("GET", "/api/1.0/webhooks", acme.tok, nil).Status(t, 200)
@@ -104,12 +104,12 @@ func TestWebhookLifecycle(t *testing.T) {
 			t.Fatal("list shows secrets")
 		}
 		r.Decode(t, &page)
-		if page.Meta != (api.PageMeta{CurrentPage: 1, PerPage: 25, Total: 3}) || len(page.Data) != 3 {
+		if page.Meta != (models.PageMeta{CurrentPage: 1, PerPage: 25, Total: 3}) || len(page.Data) != 3 {
 			t.Fatalf("page 1: %+v", page.Meta)
 		}
 
 		// PATCH target and active.
-		var upd api.Webhook
+		var upd models.Webhook
 		acme.Do("PATCH", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.tok, map[string]any{"target": "https://new.example.com/h"}).Status(t, 200).Decode(t, &upd)
 		if upd.Target != "https://new.example.com/h" || !upd.Active {
 			t.Fatalf("patched %+v", upd)
@@ -125,7 +125,7 @@ func TestWebhookLifecycle(t *testing.T) {
 		acme.Do("PATCH", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.tok, map[string]any{}).Status(t, 400)
 
 		// Rotation: a new secret, the old one still signs for 24h.
-		var rot api.WebhookWithSecret
+		var rot models.WebhookWithSecret
 		acme.Do("POST", fmt.Sprintf("/api/1.0/webhooks/%d/rotate-secret", wh.Id), acme.tok, nil).Status(t, 200).Decode(t, &rot)
 		if rot.Secret == wh.Secret || sign.CheckSecret(rot.Secret) != nil || rot.PreviousSecretExpiresAt == nil {
 			t.Fatalf("rotated %+v", rot)
@@ -231,14 +231,14 @@ func TestWebhookPermissions(t *testing.T) {
 		if bwh.Id != wh.Id {
 			t.Fatalf("beta's first id %d, acme's %d: per-tenant ids expected", bwh.Id, wh.Id)
 		}
-		var got api.Webhook
+		var got models.Webhook
 		beta.Do("GET", path, beta.tok, nil).Status(t, 200).Decode(t, &got)
 		if got.Target != "https://beta.example.com/" {
 			t.Fatalf("beta sees %q", got.Target)
 		}
 		beta.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id+1), beta.tok, nil).Status(t, 404)
 		beta.Do("DELETE", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id+1), beta.tok, nil).Status(t, 404)
-		var list api.WebhookList
+		var list models.WebhookList
 		beta.Do("GET", "/api/1.0/webhooks", beta.tok, nil).Status(t, 200).Decode(t, &list)
 		if list.Meta.Total != 1 {
 			t.Fatalf("beta lists %d", list.Meta.Total)
@@ -271,7 +271,7 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 		ev1 := emit(t, acme.TenantEnv, "act.created", map[string]any{"act": map[string]any{"uuid": uuid.NewString()}})
 		ev2 := emit(t, acme.TenantEnv, "act.created", map[string]any{"act": map[string]any{"uuid": uuid.NewString()}})
 
-		var log api.DeliveryList
+		var log models.DeliveryList
 		acme.Do("GET", path+"/deliveries", acme.tok, nil).Status(t, 200).Decode(t, &log)
 		if log.Meta.Total != 2 || len(log.Data) != 2 {
 			t.Fatalf("log %+v", log)
@@ -297,7 +297,7 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 			Updates(map[string]any{"status": "failed", "attempts": 8, "next_attempt_at": nil, "last_status_code": 500, "last_error": "target answered 500"}).Error; err != nil {
 			t.Fatal(err)
 		}
-		var red api.Delivery
+		var red models.Delivery
 		acme.Do("POST", fmt.Sprintf("%s/deliveries/%s/redeliver", path, d.Id), acme.tok, nil).Status(t, 202).Decode(t, &red)
 		if red.Id != d.Id || red.EventId != d.EventId || red.Status != "pending" || red.Attempts != 0 || red.NextAttemptAt == nil {
 			t.Fatalf("redelivered %+v", red)
@@ -331,7 +331,7 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 		acme.Do("POST", fmt.Sprintf("%s/deliveries/%s/redeliver", path, d.Id), acme.tok, nil).Status(t, 400)
 		// Reactivation clears disabled_reason.
 		env.DB.Table("webhooks").Where("tenant_id = ? AND id = ?", acme.Tenant.ID, wh.Id).Update("disabled_reason", "target answered 410 Gone")
-		var upd api.Webhook
+		var upd models.Webhook
 		acme.Do("PATCH", path, acme.tok, map[string]any{"active": true}).Status(t, 200).Decode(t, &upd)
 		if !upd.Active || upd.DisabledReason != nil {
 			t.Fatalf("reactivated %+v", upd)

@@ -30,7 +30,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/apiclient"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
@@ -115,7 +116,7 @@ const (
 // Receiver is the webhook endpoint (an http.Handler).
 type Receiver struct {
 	cfg    Config
-	client *api.ClientWithResponses
+	client *apiclient.ClientWithResponses
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -145,8 +146,8 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Produce == nil {
 		cfg.Produce = Example
 	}
-	c, err := api.NewClientWithResponses(cfg.BaseURL, api.WithHTTPClient(cfg.HTTPClient),
-		api.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+	c, err := apiclient.NewClientWithResponses(cfg.BaseURL, apiclient.WithHTTPClient(cfg.HTTPClient),
+		apiclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", "Bearer "+cfg.Token)
 			req.Header.Set("Accept", "application/json")
 			if cfg.Host != "" {
@@ -251,13 +252,13 @@ func (r *Receiver) handle(eventID string, d *FetchData) {
 		r.finish(eventID, done, 0, nil)
 		return
 	}
-	items := make([]api.BulkDataItem, 0, len(d.Fields))
+	items := make([]models.BulkDataItem, 0, len(d.Fields))
 	for _, f := range d.Fields {
 		if !f.ExternalDataField {
 			continue // built-in: the service fills it
 		}
 		id := f.ID
-		item := api.BulkDataItem{Id: &id}
+		item := models.BulkDataItem{Id: &id}
 		v, err := r.cfg.Produce(ctx, f)
 		if err != nil {
 			msg := err.Error()
@@ -275,7 +276,7 @@ func (r *Receiver) handle(eventID string, d *FetchData) {
 		return
 	}
 	reqID := d.RequestID
-	resp, err := r.client.PutActDataWithResponse(ctx, d.Act.UUID, api.BulkDataWrite{FetchRequestId: &reqID, Data: items})
+	resp, err := r.client.PutActDataWithResponse(ctx, d.Act.UUID, models.BulkDataWrite{FetchRequestId: &reqID, Data: items})
 	if err != nil {
 		log.Error("write back results", "err", err)
 		r.finish(eventID, failed, 0, err)

@@ -10,7 +10,7 @@ package page
 import (
 	"fmt"
 
-	"github.com/finsvc/finsvc/gen/api"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 )
 
@@ -62,6 +62,6 @@ func (r Request) Offset() int { return (r.Page - 1) * r.Limit }
 func (r Request) Beyond(total int64) bool { return int64(r.Offset()) >= total }
 
 // Meta is the response's pagination metadata.
-func (r Request) Meta(total int64) api.PageMeta {
-	return api.PageMeta{CurrentPage: r.Page, PerPage: r.Limit, Total: total}
+func (r Request) Meta(total int64) models.PageMeta {
+	return models.PageMeta{CurrentPage: r.Page, PerPage: r.Limit, Total: total}
 }
