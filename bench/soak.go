@@ -15,10 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/integration"
-	"github.com/finsvc/finsvc/pkg/outbox"
-	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 )
 
 // soakOp is one kind of request of the mixed load.
@@ -42,33 +39,13 @@ func runSoak(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer done()
-	var worker *delivery.Worker
-	var hookErr error
-	e, err := start(ctx, d, url, true, io.Discard, func(deps *httpapi.Deps) {
-		// As cmd/finsvc does: a delivery worker in the replica, woken by the
-		// outbox at commit.
-		worker, hookErr = delivery.NewWorker(deps.DB, deps.Config, deps.Logger)
-		if hookErr != nil {
-			return
-		}
-		if hookErr = worker.Start(context.WithoutCancel(ctx)); hookErr != nil {
-			return
-		}
-		deps.Outbox = &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: true}, Notifier: worker.Notifier()}
-		deps.WebhookNotifier = worker.Notifier()
-	})
-	if err == nil {
-		err = hookErr
-	}
+	// As cmd/finsvc does: a delivery worker in the replica, woken by the
+	// outbox at commit.
+	e, err := start(ctx, d, url, true, true, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = worker.Stop(sctx)
-	}()
 	if err := e.login(ctx); err != nil {
 		return fmt.Errorf("oauth flow: %w", err)
 	}

@@ -24,7 +24,7 @@ func (h *Handlers) PutActDataPoint(ctx context.Context, req apiserver.PutActData
 		s := b.FetchRequestId.String()
 		w.FetchRequestID = &s
 	}
-	res, err := h.fetchService().Apply(ctx, req.ActUuid.String(), w)
+	res, err := h.svc.Fetch.Apply(ctx, req.ActUuid.String(), w)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (h *Handlers) PutActData(ctx context.Context, req apiserver.PutActDataReque
 		s := b.FetchRequestId.String()
 		w.FetchRequestID = &s
 	}
-	res, err := h.fetchService().Apply(ctx, req.ActUuid.String(), w)
+	res, err := h.svc.Fetch.Apply(ctx, req.ActUuid.String(), w)
 	if err != nil {
 		return nil, err
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/integration"
 	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
@@ -114,21 +114,14 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			rcv := newE2EReceiver(t)
 			pool := x509.NewCertPool()
 			pool.AddCert(rcv.Certificate())
-			worker, err := delivery.NewWorker(d, cfg, testdb.Logger(),
-				delivery.WithClientOptions(httpclient.Options{RootCAs: pool}),
-				delivery.WithPollInterval(time.Hour)) // wake-ups only: proves they work
-			if err != nil {
-				t.Fatal(err)
-			}
 			env := apitest.New(t, apitest.WithDB(d), apitest.WithConfig(func(c *config.Config) { *c = *cfg; c.RateLimitRPS = 0 }),
-				apitest.WithDeps(func(deps *httpapi.Deps) {
-					deps.Outbox = &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: cfg.WebhookAllowPrivate}, Notifier: worker.Notifier()}
-					deps.WebhookNotifier = worker.Notifier()
-				}))
-			if err := worker.Start(context.Background()); err != nil {
+				apitest.WithApp(app.WithDeliveryOptions(
+					delivery.WithClientOptions(httpclient.Options{RootCAs: pool}),
+					delivery.WithPollInterval(time.Hour)))) // wake-ups only: proves they work
+			if err := env.App.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			defer worker.Stop(context.Background())
+			defer env.App.Stop()
 
 			f := newActFixture(t, env, "acme")
 			tok := f.Token(f.member, auth.ScopeActsRead, auth.ScopeActsWrite, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)
