@@ -45,8 +45,8 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 	"github.com/finsvc/finsvc/pkg/webhooks/retry"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
