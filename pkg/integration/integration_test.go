@@ -154,7 +154,7 @@ func newLoop(t *testing.T, d *db.DB) *loop {
 	cfg.WebhookAllowPrivate = true // the receiver listens on loopback
 	pool := x509.NewCertPool()
 	pool.AddCert(l.receiver.Certificate())
-	l.worker, err = delivery.NewWorker(d, cfg, testdb.Logger(), delivery.WithClientOptions(httpclient.Options{RootCAs: pool}))
+	l.worker, err = delivery.NewWorker(d, box, cfg, testdb.Logger(), delivery.WithClientOptions(httpclient.Options{RootCAs: pool}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,13 @@ func (f *fixture) emit(kind string, n int, expires *time.Time, notifier outbox.N
 
 func (f *fixture) worker(opts ...delivery.Option) *delivery.Worker {
 	f.t.Helper()
-	w, err := delivery.NewWorker(f.db, f.cfg, testdb.Logger(), opts...)
+	// The worker's box comes from f.cfg.Secret, which a test may change to
+	// play a misconfigured replica.
+	box, err := secretbox.New(f.cfg.Secret)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	w, err := delivery.NewWorker(f.db, box, f.cfg, testdb.Logger(), opts...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -222,12 +228,6 @@ func (rc *receiver) requests() []received {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]received(nil), rc.got...)
-}
-
-func (rc *receiver) distinct() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.byID)
 }
 
 func fixedRand() float64 { return 0.5 } // no jitter: exactly the schedule

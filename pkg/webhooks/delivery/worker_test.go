@@ -481,20 +481,6 @@ func TestStopFinishesAttemptsWithinGrace(t *testing.T) {
 	})
 }
 
-func TestDepth(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, d *db.DB) {
-		f := newFixture(t, d)
-		f.register(outbox.ActCreated, "https://a.example.com/")
-		ids := f.emit(outbox.ActCreated, 4, nil, nil)
-		d.Table("deliveries").Where("event_id = ?", ids[0]).Update("status", "delivering")
-		d.Table("deliveries").Where("event_id = ?", ids[1]).Update("status", "succeeded")
-		p, dl, err := delivery.Depth(context.Background(), d)
-		if err != nil || p != 2 || dl != 1 {
-			t.Fatalf("depth %d+%d, %v", p, dl, err)
-		}
-	})
-}
-
 func TestWrongGlobalSecretPostponesWithoutFailing(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		f := newFixture(t, d)
