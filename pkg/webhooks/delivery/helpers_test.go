@@ -123,17 +123,17 @@ func (f *fixture) worker(opts ...delivery.Option) *delivery.Worker {
 }
 
 type row struct {
-	ID              string     `gorm:"column:id"`
-	EventID         string     `gorm:"column:event_id"`
-	WebhookID       int64      `gorm:"column:webhook_id"`
-	Status          string     `gorm:"column:status"`
-	Attempts        int        `gorm:"column:attempts"`
-	NextAttemptAt   *time.Time `gorm:"column:next_attempt_at"`
-	LeaseOwner      *string    `gorm:"column:lease_owner"`
-	LeaseExpiresAt  *time.Time `gorm:"column:lease_expires_at"`
-	LastStatusCode  *int       `gorm:"column:last_status_code"`
-	LastError       *string    `gorm:"column:last_error"`
-	ResponseExcerpt *string    `gorm:"column:response_excerpt"`
+	ID              string        `gorm:"column:id"`
+	EventID         string        `gorm:"column:event_id"`
+	WebhookID       int64         `gorm:"column:webhook_id"`
+	Status          outbox.Status `gorm:"column:status"`
+	Attempts        int           `gorm:"column:attempts"`
+	NextAttemptAt   *time.Time    `gorm:"column:next_attempt_at"`
+	LeaseOwner      *string       `gorm:"column:lease_owner"`
+	LeaseExpiresAt  *time.Time    `gorm:"column:lease_expires_at"`
+	LastStatusCode  *int          `gorm:"column:last_status_code"`
+	LastError       *string       `gorm:"column:last_error"`
+	ResponseExcerpt *string       `gorm:"column:response_excerpt"`
 }
 
 func (f *fixture) rows() []row {
