@@ -13,7 +13,7 @@ import (
 )
 
 // deliveries is this replica's webhook delivery worker (every replica runs
-// one; they share the work through leases, DESIGN section 5).
+// one; they share the work through leases, see pkg/webhooks/delivery).
 type deliveries struct {
 	webhooks *webhooks.Service
 	// Stop gives leased deliveries the shutdown grace period to finish and

@@ -25,7 +25,7 @@ import (
 )
 
 // RotationOverlap is how long the previous secret keeps signing after a
-// rotation (DESIGN section 5).
+// rotation, so that receivers can switch secrets without losing deliveries.
 const RotationOverlap = 24 * time.Hour
 
 // Webhook is a registration as the API shows it (never with its secret).
