@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/integration"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // soakOp is one kind of request of the mixed load.
@@ -237,9 +238,10 @@ func runSoak(ctx context.Context, o options, out io.Writer) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var awaiting, pending int64
+	var awaiting int64
 	_ = d.WithContext(ctx).Raw("SELECT count(*) FROM fetch_request_fields WHERE state = 'awaiting'").Scan(&awaiting).Error
-	_ = d.WithContext(ctx).Raw("SELECT count(*) FROM deliveries WHERE status IN ('pending', 'delivering')").Scan(&pending).Error
+	pending, delivering, _ := outbox.Depth(ctx, d)
+	pending += delivering
 
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, machine(ctx, d))

@@ -44,14 +44,12 @@ import (
 	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/metrics"
 	"github.com/finsvc/finsvc/pkg/oauth"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/ratelimit"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/webhooks"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
-	"github.com/finsvc/finsvc/pkg/webhooks/registry"
-	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 )
 
 // Token cache settings: entries live at most TokenCacheTTL (revocation is
@@ -118,7 +116,7 @@ type App struct {
 	metrics *metrics.Metrics
 	handler http.Handler
 
-	worker  *delivery.Worker // nil WithoutDeliveries
+	worker  *delivery.Worker // started by Start; nil WithoutDeliveries
 	janitor *oauth.Janitor
 	cache   *authcache.Cache // nil unless PostgreSQL with a database URL
 
@@ -167,11 +165,6 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if generated {
 		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
 	}
-	box, err := secretbox.New(cfg.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
-	}
-
 	if a.oauth, err = oauth.New(a.db, cfg, a.log); err != nil {
 		return nil, err
 	}
@@ -186,17 +179,16 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		a.closers = append(a.closers, limiter.Close)
 	}
 
-	// Events written by acts, fetch requests and redeliveries wake this
-	// replica's worker at once; without one running they wait for a poll.
-	var notifier outbox.Notifier
-	if !o.noDeliveries {
-		dopts := append([]delivery.Option{delivery.WithObserver(countDelivery)}, o.deliveryOpts...)
-		if a.worker, err = delivery.NewWorker(a.db, cfg, a.log, dopts...); err != nil {
-			return nil, fmt.Errorf("webhook deliveries: %w", err)
-		}
-		notifier = a.worker.Notifier()
+	// The webhook context: events written by acts, fetch requests and
+	// redeliveries wake this replica's worker at once (if Start runs it;
+	// otherwise they wait, pending).
+	wh, err := webhooks.New(a.db, cfg, a.log, append([]delivery.Option{delivery.WithObserver(countDelivery)}, o.deliveryOpts...)...)
+	if err != nil {
+		return nil, err
 	}
-	ob := &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: cfg.WebhookAllowPrivate}, Notifier: notifier}
+	if !o.noDeliveries {
+		a.worker = wh.Worker
+	}
 
 	var authn httpapi.Authenticator = a.oauth
 	if o.auth != nil {
@@ -224,9 +216,9 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 			Clients:   clients.NewStore(a.db),
 			Templates: templates.NewStore(a.db),
 			Users:     users.NewStore(a.db),
-			Acts:      &acts.Store{DB: a.db, Outbox: ob, Now: o.now},
-			Fetch:     &fetch.Service{DB: a.db, Outbox: ob, Window: cfg.FetchWindow, Now: o.now},
-			Webhooks:  registry.New(a.db, box, registry.Options{AllowPrivate: cfg.WebhookAllowPrivate, Notifier: notifier}),
+			Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Now: o.now},
+			Fetch:     &fetch.Service{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Now: o.now},
+			Webhooks:  wh.Registry,
 		},
 		// Metrics first, so that it also observes the limiter's 429s.
 		Middleware: []echo.MiddlewareFunc{a.metrics.Middleware(), limiter.Middleware()},

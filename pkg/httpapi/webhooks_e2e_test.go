@@ -20,10 +20,10 @@ import (
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/integration"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -224,9 +224,17 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 				t.Fatalf("%d value_accepted history entries, want %d", accepted, len(external))
 			}
 
-			// The delivery log shows the act.fetch_data delivery.
+			// The delivery log shows the act.fetch_data delivery. The write-back
+			// can finish before the worker records the 202 it got, so wait for
+			// the record (as for the redelivery below).
 			var log models.DeliveryList
-			f.Do("GET", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries", tok, nil).Status(t, 200).Decode(t, &log)
+			for i := 0; ; i++ {
+				f.Do("GET", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries", tok, nil).Status(t, 200).Decode(t, &log)
+				if len(log.Data) != 1 || log.Data[0].Status != models.DeliveryDelivering || i == 200 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			if len(log.Data) != 1 || log.Data[0].Status != models.DeliverySucceeded || log.Data[0].LastStatusCode == nil || *log.Data[0].LastStatusCode != 202 {
 				t.Fatalf("delivery log %+v", log.Data)
 			}
