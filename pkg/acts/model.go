@@ -1,10 +1,3 @@
-// Package acts stores financial acts, their data points and history.
-//
-// An act is editable iff its status is draft. A data point snapshots its
-// template field's definition (key, name, type, source, options) so that
-// reading an act or building an event never consults the live template, and
-// carries a revision that increments on every value change (fetch requests
-// snapshot it to detect "changed since the request").
 package acts
 
 import (

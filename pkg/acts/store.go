@@ -24,7 +24,11 @@ import (
 type Store struct {
 	DB     *db.DB
 	Outbox *outbox.Outbox
-	// Now is the clock (tests inject one). Nil means time.Now.
+	// Window is a fetch request's lifetime, expires_at - requested_at
+	// (FINSVC_FETCH_WINDOW); zero means DefaultWindow.
+	Window time.Duration
+	// Now is the clock (tests inject one to expire fetch requests). Nil
+	// means time.Now.
 	Now func() time.Time
 }
 

@@ -8,23 +8,22 @@ import (
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
-	"github.com/finsvc/finsvc/pkg/fetch"
 )
 
 // The act data PUTs: correlated results of a fetch request, or ordinary
 // edits without fetch_request_id (spec sections 3 and 4; the rules and their
-// order are documented on fetch.Service.Apply). The request validator has
+// order are documented on acts.Store.Apply). The request validator has
 // already turned schema-level value problems on these routes (an error
 // over 1,000 characters) into 422s.
 
 func (h *Handlers) PutActDataPoint(ctx context.Context, req apiserver.PutActDataPointRequestObject) (apiserver.PutActDataPointResponseObject, error) {
 	b := req.Body
-	w := fetch.Write{DataID: &req.DataId, Items: []fetch.Item{{Value: b.Value, Error: b.Error}}}
+	w := acts.Write{DataID: &req.DataId, Items: []acts.Item{{Value: b.Value, Error: b.Error}}}
 	if b.FetchRequestId != nil {
 		s := b.FetchRequestId.String()
 		w.FetchRequestID = &s
 	}
-	res, err := h.fetchService().Apply(ctx, req.ActUuid.String(), w)
+	res, err := h.actStore().Apply(ctx, req.ActUuid.String(), w)
 	if err != nil {
 		return nil, err
 	}
@@ -37,16 +36,16 @@ func (h *Handlers) PutActDataPoint(ctx context.Context, req apiserver.PutActData
 
 func (h *Handlers) PutActData(ctx context.Context, req apiserver.PutActDataRequestObject) (apiserver.PutActDataResponseObject, error) {
 	b := req.Body
-	w := fetch.Write{Items: make([]fetch.Item, len(b.Data))}
+	w := acts.Write{Items: make([]acts.Item, len(b.Data))}
 	for i, it := range b.Data {
-		w.Items[i] = fetch.Item{ID: it.Id, TemplateFieldID: it.TemplateFieldId, TemplateFieldKey: it.TemplateFieldKey,
+		w.Items[i] = acts.Item{ID: it.Id, TemplateFieldID: it.TemplateFieldId, TemplateFieldKey: it.TemplateFieldKey,
 			Value: it.Value, Error: it.Error}
 	}
 	if b.FetchRequestId != nil {
 		s := b.FetchRequestId.String()
 		w.FetchRequestID = &s
 	}
-	res, err := h.fetchService().Apply(ctx, req.ActUuid.String(), w)
+	res, err := h.actStore().Apply(ctx, req.ActUuid.String(), w)
 	if err != nil {
 		return nil, err
 	}

@@ -5,22 +5,17 @@ import (
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/fetch"
 )
 
 // Fetch requests (DESIGN section 4, "Fetch requests"). Creating one needs
 // acts:write and a member or admin role; reading one needs acts:read.
-
-func (h *Handlers) fetchService() *fetch.Service {
-	return &fetch.Service{DB: h.deps.DB, Outbox: h.eventOutbox(), Window: h.deps.Config.FetchWindow, Now: h.clock()}
-}
 
 func (h *Handlers) CreateFetchRequest(ctx context.Context, req apiserver.CreateFetchRequestRequestObject) (apiserver.CreateFetchRequestResponseObject, error) {
 	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
 	if err != nil {
 		return nil, err
 	}
-	v, err := h.fetchService().CreateRequest(ctx, p, req.ActUuid.String(), req.Body.DataPointIds)
+	v, err := h.actStore().CreateRequest(ctx, p, req.ActUuid.String(), req.Body.DataPointIds)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +26,7 @@ func (h *Handlers) GetFetchRequest(ctx context.Context, req apiserver.GetFetchRe
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
-	v, err := h.fetchService().GetRequest(ctx, req.ActUuid.String(), req.FetchRequestId.String())
+	v, err := h.actStore().GetRequest(ctx, req.ActUuid.String(), req.FetchRequestId.String())
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package fetch
+package acts
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/gen/models"
-	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
-	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
@@ -22,30 +20,11 @@ import (
 // section 8: 30 minutes, queue and delivery included).
 const DefaultWindow = 30 * time.Minute
 
-// Service runs the fetch flow. Every method expects the tenant in ctx.
-type Service struct {
-	DB     *db.DB
-	Outbox *outbox.Outbox
-	// Window is expires_at - requested_at (FINSVC_FETCH_WINDOW).
-	Window time.Duration
-	// Now is the clock (tests inject one to expire requests). Nil: time.Now.
-	Now func() time.Time
-}
-
-func (s *Service) now() time.Time { return acts.Clock(s.Now) }
-
-func (s *Service) window() time.Duration {
+func (s *Store) window() time.Duration {
 	if s.Window <= 0 {
 		return DefaultWindow
 	}
 	return s.Window
-}
-
-func (s *Service) outbox() *outbox.Outbox {
-	if s.Outbox == nil {
-		return &outbox.Outbox{}
-	}
-	return s.Outbox
 }
 
 // CreateRequest asks for a refresh of the act's data points ids.
@@ -62,20 +41,20 @@ func (s *Service) outbox() *outbox.Outbox {
 // (errors.status), an id is not in the act or names a manual field
 // (errors["data_point_ids[i]"]), or external fields are selected and no
 // eligible act.fetch_data registration exists (errors.webhooks).
-func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID string, ids []int64) (_ *View, err error) {
-	defer apperr.Wrap(&err, "fetch.CreateRequest(%s)", actUUID)
+func (s *Store) CreateRequest(ctx context.Context, p *auth.Principal, actUUID string, ids []int64) (_ *View, err error) {
+	defer apperr.Wrap(&err, "acts.CreateRequest(%s)", actUUID)
 	var out *View
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		a, err := acts.LockEditable(ctx, s.DB, tx, actUUID)
+		a, err := LockEditable(ctx, s.DB, tx, actUUID)
 		if err != nil {
 			return err
 		}
-		var dps []acts.DataPoint
+		var dps []DataPoint
 		if err := s.DB.ForUpdate(tenant.Scope(ctx, tx)).Where("act_uuid = ? AND id IN ?", a.UUID, ids).
 			Order("position, id").Find(&dps).Error; err != nil {
 			return fmt.Errorf("load data points: %w", err)
 		}
-		byID := make(map[int64]*acts.DataPoint, len(dps))
+		byID := make(map[int64]*DataPoint, len(dps))
 		for i := range dps {
 			byID[dps[i].ID] = &dps[i]
 		}
@@ -128,8 +107,8 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 		// A newer request supersedes older awaiting states of the same
 		// fields: results for the old request now get 409.
 		if err := tenant.Scope(ctx, tx.Table("fetch_request_fields")).
-			Where("data_point_id IN ? AND state = ?", ids, acts.FetchAwaiting).
-			Updates(map[string]any{"state": acts.FetchSuperseded, "updated_at": now}).Error; err != nil {
+			Where("data_point_id IN ? AND state = ?", ids, FetchAwaiting).
+			Updates(map[string]any{"state": FetchSuperseded, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("supersede older requests: %w", err)
 		}
 		if err := tenant.Scope(ctx, tx.Table("data_points")).Where("id IN ?", ids).
@@ -146,28 +125,28 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 		fields := make([]Field, 0, len(dps))
 		views := make([]FieldView, 0, len(dps))
 		var writes []dpWrite
-		var sysHist []acts.HistoryEntry
+		var sysHist []HistoryEntry
 		rf := req.ID
 		for i := range dps {
 			d := &dps[i]
 			f := Field{TenantID: req.TenantID, FetchRequestID: req.ID, DataPointID: d.ID, External: d.External(),
 				RevisionSnapshot: d.Revision, UpdatedAt: now}
 			if d.External() {
-				f.State = acts.FetchAwaiting
+				f.State = FetchAwaiting
 			} else {
-				v, berr := acts.BuiltinValue(d, c, a)
+				v, berr := BuiltinValue(d, c, a)
 				if berr != nil {
 					msg := berr.Error()
-					f.State, f.Error = acts.FetchFailed, &msg
-					sysHist = append(sysHist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindFetchFailed,
+					f.State, f.Error = FetchFailed, &msg
+					sysHist = append(sysHist, HistoryEntry{ActUUID: a.UUID, Kind: KindFetchFailed,
 						DataPointID: &d.ID, FetchRequestID: &rf, Error: &msg})
 				} else {
-					f.State, f.ResultValue = acts.FetchAccepted, &v
+					f.State, f.ResultValue = FetchAccepted, &v
 					changed := d.Value == nil || *d.Value != v
 					if changed || d.SourceValue == nil || *d.SourceValue != v {
 						writes = append(writes, dpWrite{ID: d.ID, Value: &v, SetSource: true, Bump: changed})
 					}
-					sysHist = append(sysHist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindValueAccepted,
+					sysHist = append(sysHist, HistoryEntry{ActUUID: a.UUID, Kind: KindValueAccepted,
 						DataPointID: &d.ID, FetchRequestID: &rf, OldValue: d.Value, NewValue: &v})
 					if changed {
 						d.Revision++
@@ -185,11 +164,11 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 		if err := tx.CreateInBatches(fields, 500).Error; err != nil {
 			return fmt.Errorf("insert request fields: %w", err)
 		}
-		if err := acts.Record(ctx, tx, acts.UserActor(p), now,
-			acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindFetchRequested, FetchRequestID: &rf}); err != nil {
+		if err := Record(ctx, tx, UserActor(p), now,
+			HistoryEntry{ActUUID: a.UUID, Kind: KindFetchRequested, FetchRequestID: &rf}); err != nil {
 			return err
 		}
-		if err := acts.Record(ctx, tx, acts.SystemActor, now, sysHist...); err != nil {
+		if err := Record(ctx, tx, SystemActor, now, sysHist...); err != nil {
 			return err
 		}
 		if external {
@@ -213,7 +192,7 @@ func (s *Service) CreateRequest(ctx context.Context, p *auth.Principal, actUUID 
 // fetchDataPayload is the act.fetch_data data object: the whole selected
 // set, as snapshots of the data points' definitions (never the live
 // template), with effective options.
-func fetchDataPayload(a *acts.Act, r *Request, dps []acts.DataPoint) (models.ActFetchDataPayload, error) {
+func fetchDataPayload(a *Act, r *Request, dps []DataPoint) (models.ActFetchDataPayload, error) {
 	out := models.ActFetchDataPayload{
 		RequestId: uuid.MustParse(r.ID), RequestedAt: r.RequestedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
 		Act:    models.EventAct{Uuid: uuid.MustParse(a.UUID), ClientId: a.ClientID, TemplateId: a.TemplateID, Title: a.Title},
@@ -221,7 +200,7 @@ func fetchDataPayload(a *acts.Act, r *Request, dps []acts.DataPoint) (models.Act
 	}
 	for i := range dps {
 		d := &dps[i]
-		opts, err := acts.APIOptions(d.Options)
+		opts, err := APIOptions(d.Options)
 		if err != nil {
 			return out, err
 		}
@@ -237,8 +216,8 @@ func requestNotFound() error { return apperr.E(apperr.NotFound, "fetch request n
 
 // GetRequest returns request id of the act with each field's state as of
 // now (awaiting fields of an expired request read as expired).
-func (s *Service) GetRequest(ctx context.Context, actUUID, id string) (_ *View, err error) {
-	defer apperr.Wrap(&err, "fetch.GetRequest(%s)", id)
+func (s *Store) GetRequest(ctx context.Context, actUUID, id string) (_ *View, err error) {
+	defer apperr.Wrap(&err, "acts.GetRequest(%s)", id)
 	if _, err := uuid.Parse(actUUID); err != nil {
 		return nil, requestNotFound()
 	}
@@ -272,7 +251,7 @@ func (s *Service) GetRequest(ctx context.Context, actUUID, id string) (_ *View, 
 	v := &View{Request: req, Fields: make([]FieldView, len(rows))}
 	for i, r := range rows {
 		v.Fields[i] = FieldView{DataPointID: r.DataPointID, Key: r.Key, External: r.External,
-			State: acts.DerivedState(r.State, req.ExpiresAt, now), Error: r.Error}
+			State: DerivedState(r.State, req.ExpiresAt, now), Error: r.Error}
 	}
 	v.Status = status(&req, v.Fields, now)
 	return v, nil

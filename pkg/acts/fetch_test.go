@@ -1,4 +1,4 @@
-package fetch_test
+package acts_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/fetch"
 	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
@@ -20,7 +19,7 @@ import (
 type bulkFixture struct {
 	ctx context.Context
 	act *acts.Detail
-	svc *fetch.Service
+	svc *acts.Store
 }
 
 func newBulkFixture(tb testing.TB, d *db.DB, n int) *bulkFixture {
@@ -48,12 +47,12 @@ func newBulkFixture(tb testing.TB, d *db.DB, n int) *bulkFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &bulkFixture{ctx: ctx, act: a, svc: &fetch.Service{DB: d, Outbox: &outbox.Outbox{}}}
+	return &bulkFixture{ctx: ctx, act: a, svc: &acts.Store{DB: d, Outbox: &outbox.Outbox{}}}
 }
 
 // request opens a fetch request over the first n fields and returns the
 // write answering all of them.
-func (f *bulkFixture) request(tb testing.TB, n, round int) fetch.Write {
+func (f *bulkFixture) request(tb testing.TB, n, round int) acts.Write {
 	tb.Helper()
 	ids := make([]int64, n)
 	for i := range ids {
@@ -64,10 +63,10 @@ func (f *bulkFixture) request(tb testing.TB, n, round int) fetch.Write {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := fetch.Write{FetchRequestID: &v.Request.ID, Items: make([]fetch.Item, n)}
+	w := acts.Write{FetchRequestID: &v.Request.ID, Items: make([]acts.Item, n)}
 	for i := range w.Items {
 		id, val := ids[i], fmt.Sprintf("%d.%d", round, i)
-		w.Items[i] = fetch.Item{ID: &id, Value: &val}
+		w.Items[i] = acts.Item{ID: &id, Value: &val}
 	}
 	return w
 }
@@ -77,7 +76,7 @@ func TestBulkPutQueryCount(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		f := newBulkFixture(t, d, 200)
 		counted, count := d.CountQueries()
-		cs := &fetch.Service{DB: counted, Outbox: &outbox.Outbox{}}
+		cs := &acts.Store{DB: counted, Outbox: &outbox.Outbox{}}
 		got := map[int]int{}
 		for round, n := range []int{2, 20, 200} {
 			w := f.request(t, n, round)
@@ -91,7 +90,7 @@ func TestBulkPutQueryCount(t *testing.T) {
 				t.Fatalf("bulk of %d: %d data points back", n, len(res.Data))
 			}
 			// Ordinary edits of the same fields: constant too.
-			e := fetch.Write{Items: w.Items}
+			e := acts.Write{Items: w.Items}
 			for i := range e.Items {
 				v := fmt.Sprintf("-%d", i)
 				e.Items[i].Value = &v

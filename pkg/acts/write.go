@@ -1,4 +1,4 @@
-package fetch
+package acts
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
@@ -63,13 +62,13 @@ func (w *Write) key(i int, attr string) string {
 // with its most recent fetch.
 type Result struct {
 	FetchRequestID *string
-	Data           []acts.DataPoint
-	Fetch          map[int64]*acts.FetchState
+	Data           []DataPoint
+	Fetch          map[int64]*FetchState
 }
 
 // resolved is a validated item.
 type resolved struct {
-	dp    *acts.DataPoint
+	dp    *DataPoint
 	value *string // normalized
 	err   *string
 	field *Field // the request's field, for a correlated write
@@ -112,15 +111,15 @@ const (
 // conflict: it leaves the fetch state as it is, and because it increments
 // the revision, a pending correlated result for that field is then refused
 // with 409 "changed since the request".
-func (s *Service) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, err error) {
-	defer apperr.Wrap(&err, "fetch.Apply(%s)", actUUID)
+func (s *Store) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, err error) {
+	defer apperr.Wrap(&err, "acts.Apply(%s)", actUUID)
 	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
 	if err != nil {
 		return nil, err
 	}
 	var out *Result
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		a, err := acts.LockEditable(ctx, s.DB, tx, actUUID)
+		a, err := LockEditable(ctx, s.DB, tx, actUUID)
 		if err != nil {
 			return err
 		}
@@ -145,7 +144,7 @@ func (s *Service) Apply(ctx context.Context, actUUID string, w Write) (_ *Result
 		if w.single() {
 			q = q.Where("id = ?", *w.DataID)
 		}
-		var dps []acts.DataPoint
+		var dps []DataPoint
 		if err := q.Order("id").Find(&dps).Error; err != nil {
 			return fmt.Errorf("load data points: %w", err)
 		}
@@ -181,7 +180,7 @@ func (s *Service) Apply(ctx context.Context, actUUID string, w Write) (_ *Result
 			return err
 		}
 
-		out = &Result{Data: make([]acts.DataPoint, len(items))}
+		out = &Result{Data: make([]DataPoint, len(items))}
 		ids := make([]int64, len(items))
 		for i, it := range items {
 			out.Data[i], ids[i] = *it.dp, it.dp.ID
@@ -189,7 +188,7 @@ func (s *Service) Apply(ctx context.Context, actUUID string, w Write) (_ *Result
 		if req != nil {
 			out.FetchRequestID = &req.ID
 		}
-		out.Fetch, err = acts.LatestFetch(ctx, tx, a.UUID, ids, now)
+		out.Fetch, err = LatestFetch(ctx, tx, a.UUID, ids, now)
 		return err
 	})
 	return out, err
@@ -197,10 +196,10 @@ func (s *Service) Apply(ctx context.Context, actUUID string, w Write) (_ *Result
 
 // validate is step 1: every item is checked and every problem reported, as
 // a 422, before anything is looked at under the conflict rules.
-func (s *Service) validate(w *Write, dps []acts.DataPoint, req *Request, fields map[int64]*Field) ([]resolved, error) {
-	byID := make(map[int64]*acts.DataPoint, len(dps))
-	byTF := make(map[int64]*acts.DataPoint, len(dps))
-	byKey := make(map[string]*acts.DataPoint, len(dps))
+func (s *Store) validate(w *Write, dps []DataPoint, req *Request, fields map[int64]*Field) ([]resolved, error) {
+	byID := make(map[int64]*DataPoint, len(dps))
+	byTF := make(map[int64]*DataPoint, len(dps))
+	byKey := make(map[string]*DataPoint, len(dps))
 	for i := range dps {
 		d := &dps[i]
 		byID[d.ID], byTF[d.TemplateFieldID], byKey[d.Key] = d, d, d
@@ -209,7 +208,7 @@ func (s *Service) validate(w *Write, dps []acts.DataPoint, req *Request, fields 
 	seen := make(map[int64]int, len(w.Items))
 	out := make([]resolved, len(w.Items))
 	for i, it := range w.Items {
-		var d *acts.DataPoint
+		var d *DataPoint
 		if w.single() {
 			d = byID[*w.DataID]
 		} else {
@@ -269,10 +268,10 @@ func (s *Service) validate(w *Write, dps []acts.DataPoint, req *Request, fields 
 
 // resolveItem finds the data point a bulk item names. Several identifiers
 // must agree.
-func resolveItem(w *Write, i int, it Item, byID, byTF map[int64]*acts.DataPoint, byKey map[string]*acts.DataPoint, fe apperr.FieldErrors) *acts.DataPoint {
-	var found *acts.DataPoint
+func resolveItem(w *Write, i int, it Item, byID, byTF map[int64]*DataPoint, byKey map[string]*DataPoint, fe apperr.FieldErrors) *DataPoint {
+	var found *DataPoint
 	named := false
-	try := func(attr string, d *acts.DataPoint, ok bool, what string) bool {
+	try := func(attr string, d *DataPoint, ok bool, what string) bool {
 		named = true
 		if !ok {
 			fe.Add(w.key(i, attr), fmt.Sprintf("the act has no data point with %s", what))
@@ -322,7 +321,7 @@ func checkStates(w *Write, items []resolved, req *Request, now time.Time) error 
 		f := it.field
 		var msg string
 		switch f.State {
-		case acts.FetchAccepted:
+		case FetchAccepted:
 			switch {
 			case it.value != nil && f.ResultValue != nil && *it.value == *f.ResultValue:
 				it.apply = false
@@ -331,15 +330,15 @@ func checkStates(w *Write, items []resolved, req *Request, now time.Time) error 
 			default:
 				msg = msgValueTaken
 			}
-		case acts.FetchFailed:
+		case FetchFailed:
 			if it.err != nil && f.Error != nil && *it.err == *f.Error {
 				it.apply = false
 			} else {
 				msg = msgErrorTaken
 			}
-		case acts.FetchSuperseded:
+		case FetchSuperseded:
 			msg = msgSuperseded
-		case acts.FetchAwaiting:
+		case FetchAwaiting:
 			switch {
 			case req.Expired(now):
 				msg = fmt.Sprintf("%s at %s", msgExpired, req.ExpiresAt.UTC().Format(time.RFC3339))
@@ -358,16 +357,16 @@ func checkStates(w *Write, items []resolved, req *Request, now time.Time) error 
 
 // apply is step 3: one UPDATE of the data points, one of the request's
 // fields, one of the act, and the history in one batch.
-func (s *Service) apply(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *acts.Act, req *Request, items []resolved, now time.Time) error {
+func (s *Store) apply(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req *Request, items []resolved, now time.Time) error {
 	var (
 		dw   []dpWrite
 		fw   []fieldWrite
-		hist []acts.HistoryEntry
+		hist []HistoryEntry
 	)
-	actor := acts.UserActor(p)
+	actor := UserActor(p)
 	var rid *string
 	if req != nil {
-		actor, rid = acts.AppActor(p), &req.ID
+		actor, rid = AppActor(p), &req.ID
 	}
 	for i := range items {
 		it := &items[i]
@@ -378,22 +377,22 @@ func (s *Service) apply(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *
 		switch {
 		case req != nil && it.value != nil:
 			dw = append(dw, dpWrite{ID: d.ID, Value: it.value, SetSource: true, Bump: true})
-			fw = append(fw, fieldWrite{DataPointID: d.ID, State: acts.FetchAccepted, ResultValue: it.value})
-			hist = append(hist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindValueAccepted, DataPointID: &d.ID,
+			fw = append(fw, fieldWrite{DataPointID: d.ID, State: FetchAccepted, ResultValue: it.value})
+			hist = append(hist, HistoryEntry{ActUUID: a.UUID, Kind: KindValueAccepted, DataPointID: &d.ID,
 				FetchRequestID: rid, OldValue: d.Value, NewValue: it.value})
 			d.Value, d.SourceValue = it.value, it.value
 			d.Revision++
 			d.UpdatedAt = now
 		case req != nil:
-			fw = append(fw, fieldWrite{DataPointID: d.ID, State: acts.FetchFailed, Error: it.err})
-			hist = append(hist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindFetchFailed, DataPointID: &d.ID,
+			fw = append(fw, fieldWrite{DataPointID: d.ID, State: FetchFailed, Error: it.err})
+			hist = append(hist, HistoryEntry{ActUUID: a.UUID, Kind: KindFetchFailed, DataPointID: &d.ID,
 				FetchRequestID: rid, Error: it.err})
 		default:
 			if d.Value != nil && *d.Value == *it.value {
 				continue // an edit to the same value changes nothing
 			}
 			dw = append(dw, dpWrite{ID: d.ID, Value: it.value, Bump: true})
-			hist = append(hist, acts.HistoryEntry{ActUUID: a.UUID, Kind: acts.KindValueEdited, DataPointID: &d.ID,
+			hist = append(hist, HistoryEntry{ActUUID: a.UUID, Kind: KindValueEdited, DataPointID: &d.ID,
 				OldValue: d.Value, NewValue: it.value})
 			d.Value = it.value
 			d.Revision++
@@ -412,10 +411,10 @@ func (s *Service) apply(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *
 		}
 	}
 	if len(dw) > 0 {
-		if err := tenant.Scope(ctx, tx.Model(&acts.Act{})).Where("uuid = ?", a.UUID).
+		if err := tenant.Scope(ctx, tx.Model(&Act{})).Where("uuid = ?", a.UUID).
 			Update("updated_at", now).Error; err != nil {
 			return fmt.Errorf("touch act: %w", err)
 		}
 	}
-	return acts.Record(ctx, tx, actor, now, hist...)
+	return Record(ctx, tx, actor, now, hist...)
 }
