@@ -27,24 +27,16 @@ type Store struct {
 	// Window is a fetch request's lifetime, expires_at - requested_at
 	// (FINSVC_FETCH_WINDOW); zero means DefaultWindow.
 	Window time.Duration
-	// Now is the clock (tests inject one to expire fetch requests). Nil
-	// means time.Now.
-	Now func() time.Time
+	// Clock is the one clock of the aggregate: every time it stores or
+	// compares (expiry) is read from it. Tests inject one to expire fetch
+	// requests.
+	Clock db.Clock
 }
 
 // NewStore returns a Store over d that records events in ob.
 func NewStore(d *db.DB, ob *outbox.Outbox) *Store { return &Store{DB: d, Outbox: ob} }
 
-// Clock returns the current time as stored: UTC, microsecond precision (what
-// PostgreSQL keeps), so that a value written and read back compares equal.
-func Clock(now func() time.Time) time.Time {
-	if now == nil {
-		now = time.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
-func (s *Store) now() time.Time { return Clock(s.Now) }
+func (s *Store) now() time.Time { return s.Clock.Now() }
 
 func (s *Store) outbox() *outbox.Outbox {
 	if s.Outbox == nil {

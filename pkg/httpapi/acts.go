@@ -33,7 +33,7 @@ func (h *Handlers) clock() func() time.Time {
 }
 
 func (h *Handlers) actStore() *acts.Store {
-	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Window: h.deps.Config.FetchWindow, Now: h.clock()}
+	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Window: h.deps.Config.FetchWindow, Clock: h.clock()}
 }
 
 func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestObject) (apiserver.ListActsResponseObject, error) {
