@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
@@ -19,9 +20,9 @@ import (
 // (spec section 8).
 const MaxErrorLength = 1000
 
-// Item is one result or edit: the data point named by ID (preferred),
+// DataItem is one result or edit: the data point named by ID (preferred),
 // TemplateFieldID or TemplateFieldKey, and exactly one of Value and Error.
-type Item struct {
+type DataItem struct {
 	ID               *int64
 	TemplateFieldID  *int64
 	TemplateFieldKey *string
@@ -29,23 +30,23 @@ type Item struct {
 	Error            *string
 }
 
-// Write is a single or bulk PUT of act data. With FetchRequestID it is a
-// correlated result of that request; without, an ordinary edit of current
+// DataWrite is a single or bulk PUT of act data. With FetchRequestID it is
+// a correlated result of that request; without, an ordinary edit of current
 // values.
-type Write struct {
-	FetchRequestID *string
-	Items          []Item
+type DataWrite struct {
+	FetchRequestID *uuid.UUID
+	Items          []DataItem
 	// DataID is set for the single-field PUT (the path's data point); Items
 	// then holds one item without identifiers.
 	DataID *int64
 }
 
-func (w *Write) single() bool { return w.DataID != nil }
+func (w *DataWrite) single() bool { return w.DataID != nil }
 
 // key names a problem's location in the error body: "data[3].value" for a
 // bulk item, "value" for the single PUT; attr "" names the item itself
 // ("data[3]", or "data_id" for the single PUT).
-func (w *Write) key(i int, attr string) string {
+func (w *DataWrite) key(i int, attr string) string {
 	if w.single() {
 		if attr == "" {
 			return "data_id"
@@ -58,10 +59,10 @@ func (w *Write) key(i int, attr string) string {
 	return fmt.Sprintf("data[%d].%s", i, attr)
 }
 
-// Result is what a write leaves: the written data points in item order, each
-// with its most recent fetch.
-type Result struct {
-	FetchRequestID *string
+// WriteResult is what a write leaves: the written data points in item
+// order, each with its most recent fetch.
+type WriteResult struct {
+	FetchRequestID *uuid.UUID
 	Data           []DataPoint
 	Fetch          map[int64]*FetchState
 }
@@ -71,8 +72,8 @@ type resolved struct {
 	dp    *DataPoint
 	value *string // normalized
 	err   *string
-	field *Field // the request's field, for a correlated write
-	apply bool   // false for an identical re-send (accepted again, no change)
+	field *FetchField // the request's field, for a correlated write
+	apply bool        // false for an identical re-send (accepted again, no change)
 }
 
 // Messages of the write rules, shared with the tests.
@@ -90,11 +91,11 @@ const (
 	msgErrorTaken   = "an error was already reported for this field"
 )
 
-// Apply runs a write. In order (DESIGN section 4, "Correlated results"):
+// WriteData runs a write by p. In order:
 //
-//  0. the caller needs acts:write and a member or admin role; the act must
-//     exist (404) and be a draft (400, errors.status) — checked at
-//     submission, under the act's lock;
+//  0. the act must exist (404) and be a draft (400, errors.status), checked
+//     under the act's lock (the caller has already checked that p may
+//     write: acts:write and a member or admin role);
 //  1. the whole payload is validated; any problem is a 422 with per-item
 //     messages and nothing is applied;
 //  2. every correlated item's state is checked under the lock; any conflict
@@ -111,13 +112,9 @@ const (
 // conflict: it leaves the fetch state as it is, and because it increments
 // the revision, a pending correlated result for that field is then refused
 // with 409 "changed since the request".
-func (s *Store) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, err error) {
-	defer apperr.Wrap(&err, "acts.Apply(%s)", actUUID)
-	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
-	if err != nil {
-		return nil, err
-	}
-	var out *Result
+func (s *Store) WriteData(ctx context.Context, p *auth.Principal, actUUID uuid.UUID, w DataWrite) (_ *WriteResult, err error) {
+	defer apperr.Wrap(&err, "acts.WriteData(%s)", actUUID)
+	var out *WriteResult
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		a, err := LockEditable(ctx, s.DB, tx, actUUID)
 		if err != nil {
@@ -125,9 +122,9 @@ func (s *Store) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, 
 		}
 		now := s.now()
 
-		var req *Request
+		var req *FetchRequest
 		if w.FetchRequestID != nil {
-			var r Request
+			var r FetchRequest
 			res := tenant.Scope(ctx, tx).Where("id = ? AND act_uuid = ?", *w.FetchRequestID, a.UUID).Limit(1).Find(&r)
 			if res.Error != nil {
 				return res.Error
@@ -151,9 +148,9 @@ func (s *Store) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, 
 		if w.single() && len(dps) == 0 {
 			return apperr.E(apperr.NotFound, "data point not found")
 		}
-		var fields map[int64]*Field
+		var fields map[int64]*FetchField
 		if req != nil {
-			var fs []Field
+			var fs []FetchField
 			fq := tenant.Scope(ctx, tx).Where("fetch_request_id = ?", req.ID)
 			if w.single() {
 				fq = fq.Where("data_point_id = ?", *w.DataID)
@@ -161,13 +158,13 @@ func (s *Store) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, 
 			if err := fq.Find(&fs).Error; err != nil {
 				return fmt.Errorf("load request fields: %w", err)
 			}
-			fields = make(map[int64]*Field, len(fs))
+			fields = make(map[int64]*FetchField, len(fs))
 			for i := range fs {
 				fields[fs[i].DataPointID] = &fs[i]
 			}
 		}
 
-		items, err := s.validate(&w, dps, req, fields)
+		items, err := validateItems(&w, dps, req, fields)
 		if err != nil {
 			return err
 		}
@@ -176,11 +173,11 @@ func (s *Store) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, 
 				return err
 			}
 		}
-		if err := s.apply(ctx, tx, p, a, req, items, now); err != nil {
+		if err := applyItems(ctx, tx, p, a, req, items, now); err != nil {
 			return err
 		}
 
-		out = &Result{Data: make([]DataPoint, len(items))}
+		out = &WriteResult{Data: make([]DataPoint, len(items))}
 		ids := make([]int64, len(items))
 		for i, it := range items {
 			out.Data[i], ids[i] = *it.dp, it.dp.ID
@@ -188,15 +185,15 @@ func (s *Store) Apply(ctx context.Context, actUUID string, w Write) (_ *Result, 
 		if req != nil {
 			out.FetchRequestID = &req.ID
 		}
-		out.Fetch, err = LatestFetch(ctx, tx, a.UUID, ids, now)
+		out.Fetch, err = latestFetch(ctx, tx, a.UUID, ids, now)
 		return err
 	})
 	return out, err
 }
 
-// validate is step 1: every item is checked and every problem reported, as
+// validateItems is step 1: every item is checked and every problem reported, as
 // a 422, before anything is looked at under the conflict rules.
-func (s *Store) validate(w *Write, dps []DataPoint, req *Request, fields map[int64]*Field) ([]resolved, error) {
+func validateItems(w *DataWrite, dps []DataPoint, req *FetchRequest, fields map[int64]*FetchField) ([]resolved, error) {
 	byID := make(map[int64]*DataPoint, len(dps))
 	byTF := make(map[int64]*DataPoint, len(dps))
 	byKey := make(map[string]*DataPoint, len(dps))
@@ -247,7 +244,7 @@ func (s *Store) validate(w *Write, dps []DataPoint, req *Request, fields map[int
 			if err != nil {
 				return nil, err
 			}
-			v, err := fieldtype.Normalize(fieldtype.Type(d.Type), opts, *it.Value)
+			v, err := fieldtype.Normalize(d.Type, opts, *it.Value)
 			var ve *fieldtype.ValueError
 			switch {
 			case errors.As(err, &ve):
@@ -268,7 +265,7 @@ func (s *Store) validate(w *Write, dps []DataPoint, req *Request, fields map[int
 
 // resolveItem finds the data point a bulk item names. Several identifiers
 // must agree.
-func resolveItem(w *Write, i int, it Item, byID, byTF map[int64]*DataPoint, byKey map[string]*DataPoint, fe apperr.FieldErrors) *DataPoint {
+func resolveItem(w *DataWrite, i int, it DataItem, byID, byTF map[int64]*DataPoint, byKey map[string]*DataPoint, fe apperr.FieldErrors) *DataPoint {
 	var found *DataPoint
 	named := false
 	try := func(attr string, d *DataPoint, ok bool, what string) bool {
@@ -314,7 +311,7 @@ func resolveItem(w *Write, i int, it Item, byID, byTF map[int64]*DataPoint, byKe
 // idempotent for an integration retrying after a lost response). Anything
 // else needs the field to be awaiting, the request unexpired and the field
 // unchanged since the request.
-func checkStates(w *Write, items []resolved, req *Request, now time.Time) error {
+func checkStates(w *DataWrite, items []resolved, req *FetchRequest, now time.Time) error {
 	fe := apperr.FieldErrors{}
 	for i := range items {
 		it := &items[i]
@@ -346,7 +343,7 @@ func checkStates(w *Write, items []resolved, req *Request, now time.Time) error 
 				msg = fmt.Sprintf("%s (revision %d, the request saw %d)", msgChanged, it.dp.Revision, f.RevisionSnapshot)
 			}
 		default:
-			return fmt.Errorf("fetch: field %d of request %s has unknown state %q", f.DataPointID, req.ID, f.State)
+			return fmt.Errorf("acts: field %d of request %s has unknown state %q", f.DataPointID, req.ID, f.State)
 		}
 		if msg != "" {
 			fe.Add(w.key(i, ""), msg)
@@ -355,16 +352,16 @@ func checkStates(w *Write, items []resolved, req *Request, now time.Time) error 
 	return fe.Err(apperr.Conflict, "The result conflicts with the state of the fetch request; nothing was applied.")
 }
 
-// apply is step 3: one UPDATE of the data points, one of the request's
+// applyItems is step 3: one UPDATE of the data points, one of the request's
 // fields, one of the act, and the history in one batch.
-func (s *Store) apply(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req *Request, items []resolved, now time.Time) error {
+func applyItems(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req *FetchRequest, items []resolved, now time.Time) error {
 	var (
 		dw   []dpWrite
 		fw   []fieldWrite
 		hist []HistoryEntry
 	)
 	actor := UserActor(p)
-	var rid *string
+	var rid *uuid.UUID
 	if req != nil {
 		actor, rid = AppActor(p), &req.ID
 	}

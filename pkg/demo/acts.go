@@ -54,14 +54,14 @@ func seedActs(s *Seeder) error {
 			return fmt.Errorf("act %q: %w", da.title, err)
 		}
 		if len(da.values) > 0 {
-			w := acts.Write{}
+			w := acts.DataWrite{}
 			for _, d := range a.Data {
 				if v, ok := da.values[d.Key]; ok {
 					id, v := d.ID, v
-					w.Items = append(w.Items, acts.Item{ID: &id, Value: &v})
+					w.Items = append(w.Items, acts.DataItem{ID: &id, Value: &v})
 				}
 			}
-			if _, err := store.Apply(ctx, a.Act.UUID, w); err != nil {
+			if _, err := store.WriteData(ctx, p, a.Act.UUID, w); err != nil {
 				return fmt.Errorf("act %q values: %w", da.title, err)
 			}
 		}

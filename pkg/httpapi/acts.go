@@ -46,7 +46,7 @@ func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestOb
 	}
 	f := acts.Filter{ClientID: req.Params.ClientId}
 	if req.Params.Status != nil {
-		s := string(*req.Params.Status)
+		s := acts.Status(*req.Params.Status)
 		f.Status = &s
 	}
 	list, total, err := h.actStore().List(ctx, f, pg)
@@ -55,11 +55,7 @@ func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestOb
 	}
 	out := apiserver.ListActs200JSONResponse{Data: make([]models.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
-		s, err := acts.APISummary(&list[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, s)
+		out.Data = append(out.Data, acts.APISummary(&list[i]))
 	}
 	return out, nil
 }
@@ -81,7 +77,7 @@ func (h *Handlers) GetAct(ctx context.Context, req apiserver.GetActRequestObject
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
-	d, err := h.actStore().Get(ctx, req.ActUuid.String())
+	d, err := h.actStore().Get(ctx, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +90,7 @@ func (h *Handlers) UpdateAct(ctx context.Context, req apiserver.UpdateActRequest
 	if err != nil {
 		return nil, err
 	}
-	d, err := h.actStore().Update(ctx, p, req.ActUuid.String(), req.Body.Title)
+	d, err := h.actStore().Update(ctx, p, req.ActUuid, req.Body.Title)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +102,7 @@ func (h *Handlers) DeleteAct(ctx context.Context, req apiserver.DeleteActRequest
 	if _, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write); err != nil {
 		return nil, err
 	}
-	if err := h.actStore().Delete(ctx, req.ActUuid.String()); err != nil {
+	if err := h.actStore().Delete(ctx, req.ActUuid); err != nil {
 		return nil, err
 	}
 	return apiserver.DeleteAct204Response{}, nil
@@ -117,7 +113,7 @@ func (h *Handlers) FinalizeAct(ctx context.Context, req apiserver.FinalizeActReq
 	if err != nil {
 		return nil, err
 	}
-	d, err := h.actStore().Finalize(ctx, p, req.ActUuid.String())
+	d, err := h.actStore().Finalize(ctx, p, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +126,7 @@ func (h *Handlers) DuplicateAct(ctx context.Context, req apiserver.DuplicateActR
 	if err != nil {
 		return nil, err
 	}
-	d, err := h.actStore().Duplicate(ctx, p, req.ActUuid.String())
+	d, err := h.actStore().Duplicate(ctx, p, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -146,17 +142,13 @@ func (h *Handlers) ListActHistory(ctx context.Context, req apiserver.ListActHist
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.actStore().History(ctx, req.ActUuid.String(), pg)
+	list, total, err := h.actStore().History(ctx, req.ActUuid, pg)
 	if err != nil {
 		return nil, err
 	}
 	out := apiserver.ListActHistory200JSONResponse{Data: make([]models.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
-		e, err := acts.APIHistory(&list[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, e)
+		out.Data = append(out.Data, acts.APIHistory(&list[i]))
 	}
 	return out, nil
 }

@@ -15,7 +15,7 @@ func (h *Handlers) CreateFetchRequest(ctx context.Context, req apiserver.CreateF
 	if err != nil {
 		return nil, err
 	}
-	v, err := h.actStore().CreateRequest(ctx, p, req.ActUuid.String(), req.Body.DataPointIds)
+	v, err := h.actStore().CreateRequest(ctx, p, req.ActUuid, req.Body.DataPointIds)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func (h *Handlers) GetFetchRequest(ctx context.Context, req apiserver.GetFetchRe
 	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
 		return nil, err
 	}
-	v, err := h.actStore().GetRequest(ctx, req.ActUuid.String(), req.FetchRequestId.String())
+	v, err := h.actStore().GetRequest(ctx, req.ActUuid, req.FetchRequestId)
 	if err != nil {
 		return nil, err
 	}
