@@ -393,29 +393,6 @@ func (s *Store) Delete(ctx context.Context, actUUID uuid.UUID) (err error) {
 	})
 }
 
-// History returns a page of the act's history, oldest first.
-func (s *Store) History(ctx context.Context, actUUID uuid.UUID, pg page.Request) (_ []HistoryEntry, total int64, err error) {
-	defer apperr.Wrap(&err, "acts.History(%s)", actUUID)
-	var n int64
-	if err := tenant.Scope(ctx, s.DB.DB.Model(&Act{})).Where("uuid = ?", actUUID).Count(&n).Error; err != nil {
-		return nil, 0, err
-	}
-	if n == 0 {
-		return nil, 0, notFound()
-	}
-	q := tenant.Scope(ctx, s.DB.DB.Model(&HistoryEntry{})).Where("act_uuid = ?", actUUID)
-	if err := q.Count(&total).Error; err != nil {
-		return nil, 0, err
-	}
-	var out []HistoryEntry
-	if !pg.Beyond(total) {
-		if err := q.Order("id").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
-			return nil, 0, err
-		}
-	}
-	return out, total, nil
-}
-
 // LatestForClient returns the client's newest act by created_at. A missing
 // client (or another tenant's) and a client without acts are both
 // NotFound, with different messages.

@@ -116,89 +116,112 @@ func (s *Store) WriteData(ctx context.Context, p *auth.Principal, actUUID uuid.U
 	defer apperr.Wrap(&err, "acts.WriteData(%s)", actUUID)
 	var out *WriteResult
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
-		a, err := LockEditable(ctx, s.DB, tx, actUUID)
+		t, err := s.loadWriteTarget(ctx, tx, actUUID, &w)
 		if err != nil {
 			return err
 		}
 		now := s.now()
-
-		var req *FetchRequest
-		if w.FetchRequestID != nil {
-			var r FetchRequest
-			res := tenant.Scope(ctx, tx).Where("id = ? AND act_uuid = ?", *w.FetchRequestID, a.UUID).Limit(1).Find(&r)
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 0 {
-				return apperr.E(apperr.Unprocessable, "The data is invalid; nothing was applied.").
-					WithField("fetch_request_id", "no fetch request with this id exists for the act")
-			}
-			req = &r
-		}
-
-		// Load the data points the items can name, locked.
-		q := s.DB.ForUpdate(tenant.Scope(ctx, tx)).Where("act_uuid = ?", a.UUID)
-		if w.single() {
-			q = q.Where("id = ?", *w.DataID)
-		}
-		var dps []DataPoint
-		if err := q.Order("id").Find(&dps).Error; err != nil {
-			return fmt.Errorf("load data points: %w", err)
-		}
-		if w.single() && len(dps) == 0 {
-			return apperr.E(apperr.NotFound, "data point not found")
-		}
-		var fields map[int64]*FetchField
-		if req != nil {
-			var fs []FetchField
-			fq := tenant.Scope(ctx, tx).Where("fetch_request_id = ?", req.ID)
-			if w.single() {
-				fq = fq.Where("data_point_id = ?", *w.DataID)
-			}
-			if err := fq.Find(&fs).Error; err != nil {
-				return fmt.Errorf("load request fields: %w", err)
-			}
-			fields = make(map[int64]*FetchField, len(fs))
-			for i := range fs {
-				fields[fs[i].DataPointID] = &fs[i]
-			}
-		}
-
-		items, err := validateItems(&w, dps, req, fields)
+		items, err := validateItems(&w, t)
 		if err != nil {
 			return err
 		}
-		if req != nil {
-			if err := checkStates(&w, items, req, now); err != nil {
+		if t.req != nil {
+			if err := checkStates(&w, items, t.req, now); err != nil {
 				return err
 			}
 		}
-		if err := applyItems(ctx, tx, p, a, req, items, now); err != nil {
+		if err := applyItems(ctx, tx, p, t.act, t.req, items, now); err != nil {
 			return err
 		}
-
 		out = &WriteResult{Data: make([]DataPoint, len(items))}
 		ids := make([]int64, len(items))
 		for i, it := range items {
 			out.Data[i], ids[i] = *it.dp, it.dp.ID
 		}
-		if req != nil {
-			out.FetchRequestID = &req.ID
+		if t.req != nil {
+			out.FetchRequestID = &t.req.ID
 		}
-		out.Fetch, err = latestFetch(ctx, tx, a.UUID, ids, now)
+		out.Fetch, err = latestFetch(ctx, tx, t.act.UUID, ids, now)
 		return err
 	})
 	return out, err
 }
 
-// validateItems is step 1: every item is checked and every problem reported, as
-// a 422, before anything is looked at under the conflict rules.
-func validateItems(w *DataWrite, dps []DataPoint, req *FetchRequest, fields map[int64]*FetchField) ([]resolved, error) {
-	byID := make(map[int64]*DataPoint, len(dps))
-	byTF := make(map[int64]*DataPoint, len(dps))
-	byKey := make(map[string]*DataPoint, len(dps))
-	for i := range dps {
-		d := &dps[i]
+// writeTarget is what a write may touch, loaded and locked under the act's
+// lock: the act, the named fetch request (nil for an ordinary edit) with its
+// fields by data point id, and the data points the items can name.
+type writeTarget struct {
+	act    *Act
+	req    *FetchRequest
+	fields map[int64]*FetchField
+	dps    []DataPoint
+}
+
+// loadWriteTarget locks the editable act and loads the rest of w's target.
+// An unknown fetch request is a 422, an unknown data point of the single PUT
+// a 404.
+func (s *Store) loadWriteTarget(ctx context.Context, tx *gorm.DB, actUUID uuid.UUID, w *DataWrite) (*writeTarget, error) {
+	a, err := LockEditable(ctx, s.DB, tx, actUUID)
+	if err != nil {
+		return nil, err
+	}
+	t := &writeTarget{act: a}
+	if w.FetchRequestID != nil {
+		var r FetchRequest
+		res := tenant.Scope(ctx, tx).Where("id = ? AND act_uuid = ?", *w.FetchRequestID, a.UUID).Limit(1).Find(&r)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected == 0 {
+			return nil, apperr.E(apperr.Unprocessable, "The data is invalid; nothing was applied.").
+				WithField("fetch_request_id", "no fetch request with this id exists for the act")
+		}
+		t.req = &r
+	}
+	q := s.DB.ForUpdate(tenant.Scope(ctx, tx)).Where("act_uuid = ?", a.UUID)
+	if w.single() {
+		q = q.Where("id = ?", *w.DataID)
+	}
+	if err := q.Order("id").Find(&t.dps).Error; err != nil {
+		return nil, fmt.Errorf("load data points: %w", err)
+	}
+	if w.single() && len(t.dps) == 0 {
+		return nil, apperr.E(apperr.NotFound, "data point not found")
+	}
+	if t.req != nil {
+		if t.fields, err = loadFetchFields(ctx, tx, t.req.ID, w.DataID); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// loadFetchFields returns request id's fields (only data point dataID's,
+// when given) by data point id.
+func loadFetchFields(ctx context.Context, tx *gorm.DB, id uuid.UUID, dataID *int64) (map[int64]*FetchField, error) {
+	var fs []FetchField
+	q := tenant.Scope(ctx, tx).Where("fetch_request_id = ?", id)
+	if dataID != nil {
+		q = q.Where("data_point_id = ?", *dataID)
+	}
+	if err := q.Find(&fs).Error; err != nil {
+		return nil, fmt.Errorf("load request fields: %w", err)
+	}
+	out := make(map[int64]*FetchField, len(fs))
+	for i := range fs {
+		out[fs[i].DataPointID] = &fs[i]
+	}
+	return out, nil
+}
+
+// validateItems is step 1: every item is checked and every problem
+// reported, as a 422, before anything is looked at under the conflict rules.
+func validateItems(w *DataWrite, t *writeTarget) ([]resolved, error) {
+	byID := make(map[int64]*DataPoint, len(t.dps))
+	byTF := make(map[int64]*DataPoint, len(t.dps))
+	byKey := make(map[string]*DataPoint, len(t.dps))
+	for i := range t.dps {
+		d := &t.dps[i]
 		byID[d.ID], byTF[d.TemplateFieldID], byKey[d.Key] = d, d, d
 	}
 	fe := apperr.FieldErrors{}
@@ -211,17 +234,7 @@ func validateItems(w *DataWrite, dps []DataPoint, req *FetchRequest, fields map[
 		} else {
 			d = resolveItem(w, i, it, byID, byTF, byKey, fe)
 		}
-
-		switch {
-		case (it.Value == nil) == (it.Error == nil):
-			fe.Add(w.key(i, "value"), msgExactlyOne)
-		case it.Error != nil && req == nil:
-			fe.Add(w.key(i, "error"), msgErrorNeedsFR)
-		case it.Error != nil && utf8.RuneCountInString(*it.Error) > MaxErrorLength:
-			fe.Add(w.key(i, "error"), fmt.Sprintf("must be at most %d characters", MaxErrorLength))
-		case it.Error != nil && *it.Error == "":
-			fe.Add(w.key(i, "error"), msgErrorEmpty)
-		}
+		checkShape(w, i, it, t.req != nil, fe)
 		if d == nil {
 			continue
 		}
@@ -231,8 +244,8 @@ func validateItems(w *DataWrite, dps []DataPoint, req *FetchRequest, fields map[
 		}
 		seen[d.ID] = i
 		r := resolved{dp: d, err: it.Error, apply: true}
-		if req != nil {
-			f, ok := fields[d.ID]
+		if t.req != nil {
+			f, ok := t.fields[d.ID]
 			if !ok || !f.External {
 				fe.Add(w.key(i, ""), fmt.Sprintf("data point %d (%s) %s", d.ID, d.Key, msgNotInSet))
 				continue
@@ -240,18 +253,12 @@ func validateItems(w *DataWrite, dps []DataPoint, req *FetchRequest, fields map[
 			r.field = f
 		}
 		if it.Value != nil {
-			opts, err := d.FieldOptions()
+			v, ok, err := normalizeValue(w, i, d, *it.Value, fe)
 			if err != nil {
 				return nil, err
 			}
-			v, err := fieldtype.Normalize(d.Type, opts, *it.Value)
-			var ve *fieldtype.ValueError
-			switch {
-			case errors.As(err, &ve):
-				fe.Add(w.key(i, "value"), ve.Error())
+			if !ok {
 				continue
-			case err != nil:
-				return nil, fmt.Errorf("data point %d has an invalid definition: %w", d.ID, err)
 			}
 			r.value = &v
 		}
@@ -261,6 +268,42 @@ func validateItems(w *DataWrite, dps []DataPoint, req *FetchRequest, fields map[
 		return nil, err
 	}
 	return out, nil
+}
+
+// checkShape reports an item that does not carry exactly one of value and
+// error, or carries an error it may not (without a fetch request) or of the
+// wrong length.
+func checkShape(w *DataWrite, i int, it DataItem, correlated bool, fe apperr.FieldErrors) {
+	switch {
+	case (it.Value == nil) == (it.Error == nil):
+		fe.Add(w.key(i, "value"), msgExactlyOne)
+	case it.Error != nil && !correlated:
+		fe.Add(w.key(i, "error"), msgErrorNeedsFR)
+	case it.Error != nil && utf8.RuneCountInString(*it.Error) > MaxErrorLength:
+		fe.Add(w.key(i, "error"), fmt.Sprintf("must be at most %d characters", MaxErrorLength))
+	case it.Error != nil && *it.Error == "":
+		fe.Add(w.key(i, "error"), msgErrorEmpty)
+	}
+}
+
+// normalizeValue normalizes item i's value for data point d. A value the
+// field cannot hold is reported in fe (ok false); an error is a broken
+// snapshot, not bad input.
+func normalizeValue(w *DataWrite, i int, d *DataPoint, value string, fe apperr.FieldErrors) (_ string, ok bool, _ error) {
+	opts, err := d.FieldOptions()
+	if err != nil {
+		return "", false, err
+	}
+	v, err := fieldtype.Normalize(d.Type, opts, value)
+	var ve *fieldtype.ValueError
+	switch {
+	case errors.As(err, &ve):
+		fe.Add(w.key(i, "value"), ve.Error())
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("data point %d has an invalid definition: %w", d.ID, err)
+	}
+	return v, true, nil
 }
 
 // resolveItem finds the data point a bulk item names. Several identifiers
@@ -314,42 +357,50 @@ func resolveItem(w *DataWrite, i int, it DataItem, byID, byTF map[int64]*DataPoi
 func checkStates(w *DataWrite, items []resolved, req *FetchRequest, now time.Time) error {
 	fe := apperr.FieldErrors{}
 	for i := range items {
-		it := &items[i]
-		f := it.field
-		var msg string
-		switch f.State {
-		case FetchAccepted:
-			switch {
-			case it.value != nil && f.ResultValue != nil && *it.value == *f.ResultValue:
-				it.apply = false
-			case it.value != nil:
-				msg = msgOtherValue
-			default:
-				msg = msgValueTaken
-			}
-		case FetchFailed:
-			if it.err != nil && f.Error != nil && *it.err == *f.Error {
-				it.apply = false
-			} else {
-				msg = msgErrorTaken
-			}
-		case FetchSuperseded:
-			msg = msgSuperseded
-		case FetchAwaiting:
-			switch {
-			case req.Expired(now):
-				msg = fmt.Sprintf("%s at %s", msgExpired, req.ExpiresAt.UTC().Format(time.RFC3339))
-			case it.dp.Revision != f.RevisionSnapshot:
-				msg = fmt.Sprintf("%s (revision %d, the request saw %d)", msgChanged, it.dp.Revision, f.RevisionSnapshot)
-			}
-		default:
-			return fmt.Errorf("acts: field %d of request %s has unknown state %q", f.DataPointID, req.ID, f.State)
+		msg, err := items[i].conflict(req, now)
+		if err != nil {
+			return err
 		}
 		if msg != "" {
 			fe.Add(w.key(i, ""), msg)
 		}
 	}
 	return fe.Err(apperr.Conflict, "The result conflicts with the state of the fetch request; nothing was applied.")
+}
+
+// conflict says why the correlated item cannot be applied to its field of
+// req at now ("" when it can), and marks an identical re-send as nothing to
+// apply.
+func (it *resolved) conflict(req *FetchRequest, now time.Time) (string, error) {
+	f := it.field
+	switch f.State {
+	case FetchAccepted:
+		switch {
+		case it.value != nil && f.ResultValue != nil && *it.value == *f.ResultValue:
+			it.apply = false
+		case it.value != nil:
+			return msgOtherValue, nil
+		default:
+			return msgValueTaken, nil
+		}
+	case FetchFailed:
+		if it.err == nil || f.Error == nil || *it.err != *f.Error {
+			return msgErrorTaken, nil
+		}
+		it.apply = false
+	case FetchSuperseded:
+		return msgSuperseded, nil
+	case FetchAwaiting:
+		switch {
+		case req.Expired(now):
+			return fmt.Sprintf("%s at %s", msgExpired, req.ExpiresAt.UTC().Format(time.RFC3339)), nil
+		case it.dp.Revision != f.RevisionSnapshot:
+			return fmt.Sprintf("%s (revision %d, the request saw %d)", msgChanged, it.dp.Revision, f.RevisionSnapshot), nil
+		}
+	default:
+		return "", fmt.Errorf("acts: field %d of request %s has unknown state %q", f.DataPointID, req.ID, f.State)
+	}
+	return "", nil
 }
 
 // applyItems is step 3: one UPDATE of the data points, one of the request's
