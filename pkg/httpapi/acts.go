@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
@@ -25,15 +24,8 @@ func (h *Handlers) eventOutbox() *outbox.Outbox {
 	return &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: h.deps.Config.WebhookAllowPrivate}}
 }
 
-func (h *Handlers) clock() func() time.Time {
-	if h.deps.Now != nil {
-		return h.deps.Now
-	}
-	return time.Now
-}
-
 func (h *Handlers) actStore() *acts.Store {
-	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Window: h.deps.Config.FetchWindow, Clock: h.clock()}
+	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Window: h.deps.Config.FetchWindow, Clock: h.deps.Now}
 }
 
 func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestObject) (apiserver.ListActsResponseObject, error) {
