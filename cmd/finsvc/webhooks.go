@@ -9,14 +9,13 @@ import (
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/httpapi"
-	"github.com/finsvc/finsvc/pkg/outbox"
-	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
+	"github.com/finsvc/finsvc/pkg/webhooks"
 )
 
 // deliveries is this replica's webhook delivery worker (every replica runs
-// one; they share the work through leases, DESIGN section 5).
+// one; they share the work through leases, see pkg/webhooks/delivery).
 type deliveries struct {
-	worker *delivery.Worker
+	webhooks *webhooks.Service
 	// Stop gives leased deliveries the shutdown grace period to finish and
 	// then releases the rest to other replicas. It is safe to call more
 	// than once and from several goroutines (server.OnShutdown and after
@@ -27,10 +26,11 @@ type deliveries struct {
 // startDeliveries starts the worker. Call it after cfg.ResolveSecret (the
 // signing secrets are sealed under a key derived from it).
 func startDeliveries(ctx context.Context, d *db.DB, cfg *config.Config, logger *slog.Logger) (*deliveries, error) {
-	w, err := delivery.NewWorker(d, cfg, logger, deliveryMetrics())
+	wh, err := webhooks.New(d, cfg, logger, deliveryMetrics())
 	if err != nil {
 		return nil, fmt.Errorf("webhook deliveries: %w", err)
 	}
+	w := wh.Worker
 	// Not ctx: cancelling it would abandon attempts in flight; Stop ends
 	// the worker gracefully instead.
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
@@ -42,13 +42,12 @@ func startDeliveries(ctx context.Context, d *db.DB, cfg *config.Config, logger *
 		_ = w.Stop(sctx)
 		logger.Info("webhook deliveries stopped")
 	})
-	return &deliveries{worker: w, Stop: stop}, nil
+	return &deliveries{webhooks: wh, Stop: stop}, nil
 }
 
-// Deps plugs the worker's wake-up signal into the HTTP layer: events written
-// by acts and fetch requests, and redeliveries, wake it at once.
+// Deps plugs the webhook context into the HTTP layer: events written by acts
+// and fetch requests, and redeliveries, wake the worker at once.
 func (dl *deliveries) Deps(deps *httpapi.Deps) {
-	n := dl.worker.Notifier()
-	deps.Outbox = &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: deps.Config.WebhookAllowPrivate}, Notifier: n}
-	deps.WebhookNotifier = n
+	deps.Outbox = dl.webhooks.Outbox
+	deps.Webhooks = dl.webhooks.Registry
 }

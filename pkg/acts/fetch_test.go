@@ -9,9 +9,9 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // bulkFixture is an act with n external number fields and a registration

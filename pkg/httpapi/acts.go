@@ -7,8 +7,8 @@ import (
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Acts: CRUD, finalize, duplicate, history and a client's latest act

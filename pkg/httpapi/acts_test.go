@@ -12,8 +12,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/templates"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 func ip(i int) *int { return &i }

@@ -25,9 +25,10 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
+	"github.com/finsvc/finsvc/pkg/webhooks"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 )
 
 // TenantResolver finds a tenant by its subdomain slug; apperr.NotFound when
@@ -66,9 +67,10 @@ type Deps struct {
 	// (rate limiting, metrics).
 	Middleware []echo.MiddlewareFunc
 
-	// WebhookNotifier wakes the delivery workers when a redelivery is queued
-	// (delivery.Worker.Notifier()); nil means they find it on their next poll.
-	WebhookNotifier outbox.Notifier
+	// Webhooks is the registration store (webhooks.New, which also derives
+	// the key sealing the signing secrets). Nil means one built from Config
+	// that wakes no worker: redeliveries wait for the next poll.
+	Webhooks *registry.Store
 }
 
 // Handlers implements apiserver.StrictServerInterface, one file per capability
@@ -77,7 +79,6 @@ type Deps struct {
 // fails the build.
 type Handlers struct {
 	deps Deps
-	box  *secretbox.Box // seals webhook signing secrets
 }
 
 var _ apiserver.StrictServerInterface = (*Handlers)(nil)
@@ -114,11 +115,13 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 	}
 	// Webhook signing secrets are sealed under a key derived from the global
 	// secret: without it those operations could only fail per request, so
-	// refuse to start instead (serve and demo resolve it before this). The box
-	// is derived once here and shared by the webhook handlers.
-	box, err := secretbox.New(deps.Config.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("httpapi: the global secret is not resolved (FINSVC_SECRET): %w", err)
+	// refuse to start instead (serve and demo resolve it before this).
+	if deps.Webhooks == nil {
+		wh, err := webhooks.New(deps.DB, deps.Config, deps.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: %w", err)
+		}
+		deps.Webhooks = wh.Registry
 	}
 	e := echo.New()
 	e.HideBanner = true
@@ -138,7 +141,7 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handlers{deps: deps, box: box}
+	h := &Handlers{deps: deps}
 	strict := apiserver.NewStrictHandler(h, nil)
 	apiGroup := e.Group("", bearerAuth(deps.Auth), validator)
 	apiserver.RegisterHandlers(apiGroup, strict)

@@ -18,18 +18,8 @@ import (
 // Webhook registrations and the delivery log (DESIGN section 5). Reading
 // needs webhooks:read; changing needs webhooks:write and a member or admin.
 
-// webhookStore builds the registration store over the sealing box derived
-// once at startup (NewEcho).
-func (h *Handlers) webhookStore() *registry.Store {
-	n := h.deps.WebhookNotifier
-	if n == nil && h.deps.Outbox != nil {
-		n = h.deps.Outbox.Notifier
-	}
-	return registry.New(h.deps.DB, h.box, registry.Options{
-		AllowPrivate: h.deps.Config.WebhookAllowPrivate,
-		Notifier:     n,
-	})
-}
+// webhookStore is the registration store built once (Deps.Webhooks).
+func (h *Handlers) webhookStore() *registry.Store { return h.deps.Webhooks }
 
 func webhookView(w *registry.Webhook) models.Webhook {
 	return models.Webhook{

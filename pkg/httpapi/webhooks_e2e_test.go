@@ -20,10 +20,11 @@ import (
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/integration"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/webhooks"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -114,16 +115,16 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			rcv := newE2EReceiver(t)
 			pool := x509.NewCertPool()
 			pool.AddCert(rcv.Certificate())
-			worker, err := delivery.NewWorker(d, cfg, testdb.Logger(),
+			wh, err := webhooks.New(d, cfg, testdb.Logger(),
 				delivery.WithClientOptions(httpclient.Options{RootCAs: pool}),
 				delivery.WithPollInterval(time.Hour)) // wake-ups only: proves they work
 			if err != nil {
 				t.Fatal(err)
 			}
+			worker := wh.Worker
 			env := apitest.New(t, apitest.WithDB(d), apitest.WithConfig(func(c *config.Config) { *c = *cfg; c.RateLimitRPS = 0 }),
 				apitest.WithDeps(func(deps *httpapi.Deps) {
-					deps.Outbox = &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: cfg.WebhookAllowPrivate}, Notifier: worker.Notifier()}
-					deps.WebhookNotifier = worker.Notifier()
+					deps.Outbox, deps.Webhooks = wh.Outbox, wh.Registry
 				}))
 			if err := worker.Start(context.Background()); err != nil {
 				t.Fatal(err)
