@@ -47,7 +47,8 @@ func seedActs(s *Seeder) error {
 		Scopes: []string{auth.ScopeActsRead, auth.ScopeActsWrite}}
 	ctx := auth.NewContext(s.Ctx, p)
 	ob := &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: s.Config.WebhookAllowPrivate}}
-	store := &acts.Store{DB: s.DB, Outbox: ob, Window: s.Config.FetchWindow}
+	store := acts.NewStore(s.DB, ob)
+	store.Window = s.Config.FetchWindow
 	for _, da := range demoActs {
 		a, err := store.Create(ctx, p, s.Clients[da.client].ID, s.Templates[da.template].ID, da.title)
 		if err != nil {
