@@ -40,7 +40,6 @@ import (
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/docs"
-	"github.com/finsvc/finsvc/pkg/fetch"
 	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/metrics"
 	"github.com/finsvc/finsvc/pkg/oauth"
@@ -68,7 +67,7 @@ type options struct {
 	logger       *slog.Logger
 	auth         httpapi.Authenticator
 	tenants      httpapi.TenantResolver
-	now          func() time.Time
+	now          db.Clock
 	limiter      *ratelimit.Limiter
 	deliveryOpts []delivery.Option
 	noDeliveries bool
@@ -89,9 +88,9 @@ func WithAuthenticator(a httpapi.Authenticator) Option { return func(o *options)
 // WithTenants resolves tenants with r instead of a cached tenant.Store.
 func WithTenants(r httpapi.TenantResolver) Option { return func(o *options) { o.tenants = r } }
 
-// WithClock is the clock of the acts and fetch flow (tests expire fetch
-// requests with it).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+// WithClock is the clock of the act aggregate (tests expire fetch requests
+// with it).
+func WithClock(now db.Clock) Option { return func(o *options) { o.now = now } }
 
 // WithLimiter uses l instead of the limiter cfg describes; the caller
 // closes it.
@@ -216,8 +215,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 			Clients:   clients.NewStore(a.db),
 			Templates: templates.NewStore(a.db),
 			Users:     users.NewStore(a.db),
-			Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Now: o.now},
-			Fetch:     &fetch.Service{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Now: o.now},
+			Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
 			Webhooks:  wh.Registry,
 		},
 		// Metrics first, so that it also observes the limiter's 429s.

@@ -98,12 +98,6 @@ func (p *Principal) Permit(scopes []string, a Action, doing string) error {
 	return nil
 }
 
-// Require checks that the token has scope and the user's role allows a
-// (Permit with one scope).
-func (p *Principal) Require(scope string, a Action) error {
-	return p.Permit([]string{scope}, a, "")
-}
-
 type ctxKey struct{}
 
 // NewContext returns ctx carrying p.
@@ -126,14 +120,4 @@ func MustFromContext(ctx context.Context) *Principal {
 		panic("auth: no principal in the context")
 	}
 	return p
-}
-
-// Require is the check: the principal in ctx must have scope and
-// a role allowing a. Without a principal the call is unauthenticated.
-func Require(ctx context.Context, scope string, a Action) (*Principal, error) {
-	p, ok := FromContext(ctx)
-	if !ok {
-		return nil, apperr.E(apperr.Unauthenticated, "authentication required")
-	}
-	return p, p.Require(scope, a)
 }

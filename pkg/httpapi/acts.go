@@ -22,7 +22,7 @@ func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestOb
 	}
 	f := acts.Filter{ClientID: req.Params.ClientId}
 	if req.Params.Status != nil {
-		s := string(*req.Params.Status)
+		s := acts.Status(*req.Params.Status)
 		f.Status = &s
 	}
 	list, total, err := h.svc.Acts.List(ctx, f, pg)
@@ -31,11 +31,7 @@ func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestOb
 	}
 	out := apiserver.ListActs200JSONResponse{Data: make([]models.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
-		s, err := acts.APISummary(&list[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, s)
+		out.Data = append(out.Data, acts.APISummary(&list[i]))
 	}
 	return out, nil
 }
@@ -51,7 +47,7 @@ func (h *Handlers) CreateAct(ctx context.Context, req apiserver.CreateActRequest
 }
 
 func (h *Handlers) GetAct(ctx context.Context, req apiserver.GetActRequestObject) (apiserver.GetActResponseObject, error) {
-	d, err := h.svc.Acts.Get(ctx, req.ActUuid.String())
+	d, err := h.svc.Acts.Get(ctx, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +57,7 @@ func (h *Handlers) GetAct(ctx context.Context, req apiserver.GetActRequestObject
 
 func (h *Handlers) UpdateAct(ctx context.Context, req apiserver.UpdateActRequestObject) (apiserver.UpdateActResponseObject, error) {
 	p := auth.MustFromContext(ctx)
-	d, err := h.svc.Acts.Update(ctx, p, req.ActUuid.String(), req.Body.Title)
+	d, err := h.svc.Acts.Update(ctx, p, req.ActUuid, req.Body.Title)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +66,7 @@ func (h *Handlers) UpdateAct(ctx context.Context, req apiserver.UpdateActRequest
 }
 
 func (h *Handlers) DeleteAct(ctx context.Context, req apiserver.DeleteActRequestObject) (apiserver.DeleteActResponseObject, error) {
-	if err := h.svc.Acts.Delete(ctx, req.ActUuid.String()); err != nil {
+	if err := h.svc.Acts.Delete(ctx, req.ActUuid); err != nil {
 		return nil, err
 	}
 	return apiserver.DeleteAct204Response{}, nil
@@ -78,7 +74,7 @@ func (h *Handlers) DeleteAct(ctx context.Context, req apiserver.DeleteActRequest
 
 func (h *Handlers) FinalizeAct(ctx context.Context, req apiserver.FinalizeActRequestObject) (apiserver.FinalizeActResponseObject, error) {
 	p := auth.MustFromContext(ctx)
-	d, err := h.svc.Acts.Finalize(ctx, p, req.ActUuid.String())
+	d, err := h.svc.Acts.Finalize(ctx, p, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +84,7 @@ func (h *Handlers) FinalizeAct(ctx context.Context, req apiserver.FinalizeActReq
 
 func (h *Handlers) DuplicateAct(ctx context.Context, req apiserver.DuplicateActRequestObject) (apiserver.DuplicateActResponseObject, error) {
 	p := auth.MustFromContext(ctx)
-	d, err := h.svc.Acts.Duplicate(ctx, p, req.ActUuid.String())
+	d, err := h.svc.Acts.Duplicate(ctx, p, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -101,17 +97,13 @@ func (h *Handlers) ListActHistory(ctx context.Context, req apiserver.ListActHist
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.svc.Acts.History(ctx, req.ActUuid.String(), pg)
+	list, total, err := h.svc.Acts.History(ctx, req.ActUuid, pg)
 	if err != nil {
 		return nil, err
 	}
 	out := apiserver.ListActHistory200JSONResponse{Data: make([]models.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
-		e, err := acts.APIHistory(&list[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, e)
+		out.Data = append(out.Data, acts.APIHistory(&list[i]))
 	}
 	return out, nil
 }

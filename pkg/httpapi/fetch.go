@@ -12,7 +12,7 @@ import (
 
 func (h *Handlers) CreateFetchRequest(ctx context.Context, req apiserver.CreateFetchRequestRequestObject) (apiserver.CreateFetchRequestResponseObject, error) {
 	p := auth.MustFromContext(ctx)
-	v, err := h.svc.Fetch.CreateRequest(ctx, p, req.ActUuid.String(), req.Body.DataPointIds)
+	v, err := h.svc.Acts.CreateRequest(ctx, p, req.ActUuid, req.Body.DataPointIds)
 	if err != nil {
 		return nil, err
 	}
@@ -20,7 +20,7 @@ func (h *Handlers) CreateFetchRequest(ctx context.Context, req apiserver.CreateF
 }
 
 func (h *Handlers) GetFetchRequest(ctx context.Context, req apiserver.GetFetchRequestRequestObject) (apiserver.GetFetchRequestResponseObject, error) {
-	v, err := h.svc.Fetch.GetRequest(ctx, req.ActUuid.String(), req.FetchRequestId.String())
+	v, err := h.svc.Acts.GetRequest(ctx, req.ActUuid, req.FetchRequestId)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,6 @@ import (
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/fetch"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -55,14 +54,14 @@ type Authenticator interface {
 	AuthenticateBearer(ctx context.Context, token string) (*auth.Principal, error)
 }
 
-// Services are the domain stores and services the handlers call, built once
-// by pkg/app and shared by every request.
+// Services are the domain stores the handlers call, built once by pkg/app
+// and shared by every request (Acts is the whole act aggregate: acts, data
+// points, fetch requests and their correlated writes).
 type Services struct {
 	Clients   *clients.Store
 	Templates *templates.Store
 	Users     *users.Store
 	Acts      *acts.Store
-	Fetch     *fetch.Service
 	Webhooks  *registry.Store
 }
 
@@ -89,7 +88,7 @@ func (d *Deps) check() error {
 	switch {
 	case d.Config == nil || d.Logger == nil || d.Tenants == nil:
 		return errors.New("httpapi: Config, Logger and Tenants are required")
-	case s.Clients == nil || s.Templates == nil || s.Users == nil || s.Acts == nil || s.Fetch == nil || s.Webhooks == nil:
+	case s.Clients == nil || s.Templates == nil || s.Users == nil || s.Acts == nil || s.Webhooks == nil:
 		return errors.New("httpapi: every service is required (pkg/app builds them)")
 	}
 	return nil

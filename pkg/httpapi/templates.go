@@ -95,7 +95,7 @@ func templateInput(b *models.TemplateInput) (templates.Input, error) {
 	in := templates.Input{Name: b.Name, Fields: make([]templates.FieldInput, len(b.Fields))}
 	fe := apperr.FieldErrors{}
 	for i, f := range b.Fields {
-		fi := templates.FieldInput{Key: f.Key, Name: f.Name, Type: fieldtype.Type(f.Type), Source: string(f.Source)}
+		fi := templates.FieldInput{Key: f.Key, Name: f.Name, Type: fieldtype.Type(f.Type), Source: templates.Source(f.Source)}
 		if f.Options != nil {
 			raw, err := json.Marshal(f.Options)
 			if err != nil {

@@ -220,7 +220,7 @@ func (w *Worker) Notifier() outbox.Notifier { return w.signal }
 // Owner is the lease owner name of this worker.
 func (w *Worker) Owner() string { return w.owner }
 
-func (w *Worker) clock() time.Time { return w.now().UTC().Truncate(time.Microsecond) }
+func (w *Worker) clock() time.Time { return db.Clock(w.now).Now() }
 
 // Start runs the worker in the background until Stop (graceful) or until
 // ctx is cancelled (abrupt: attempts are abandoned, leases expire).

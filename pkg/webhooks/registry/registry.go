@@ -77,7 +77,7 @@ func New(d *db.DB, box *secretbox.Box, o Options) *Store {
 	return &Store{db: d, box: box, allowPrivate: o.AllowPrivate, notifier: o.Notifier, now: now}
 }
 
-func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+func (s *Store) clock() time.Time { return db.Clock(s.now).Now() }
 
 // Secrets returns the registration's currently valid signing secrets: the
 // current one and, during a rotation overlap, the previous one. Delivery
