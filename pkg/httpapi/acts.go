@@ -29,7 +29,7 @@ func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	out := apiserver.ListActs200JSONResponse{Data: make([]models.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
+	out := apiserver.ListActs200JSONResponse{Data: make([]models.ActSummary, 0, len(list)), Meta: pageMeta(pg, total)}
 	for i := range list {
 		out.Data = append(out.Data, acts.APISummary(&list[i]))
 	}
@@ -101,7 +101,7 @@ func (h *Handlers) ListActHistory(ctx context.Context, req apiserver.ListActHist
 	if err != nil {
 		return nil, err
 	}
-	out := apiserver.ListActHistory200JSONResponse{Data: make([]models.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
+	out := apiserver.ListActHistory200JSONResponse{Data: make([]models.HistoryEntry, 0, len(list)), Meta: pageMeta(pg, total)}
 	for i := range list {
 		out.Data = append(out.Data, acts.APIHistory(&list[i]))
 	}

@@ -22,7 +22,7 @@ func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsReq
 	if err != nil {
 		return nil, err
 	}
-	out := apiserver.ListClients200JSONResponse{Data: make([]models.Client, len(list)), Meta: p.Meta(total)}
+	out := apiserver.ListClients200JSONResponse{Data: make([]models.Client, len(list)), Meta: pageMeta(p, total)}
 	for i := range list {
 		out.Data[i] = clientJSON(&list[i])
 	}

@@ -29,7 +29,7 @@ func (h *Handlers) ListTemplates(ctx context.Context, req apiserver.ListTemplate
 	if err != nil {
 		return nil, err
 	}
-	out := apiserver.ListTemplates200JSONResponse{Data: make([]models.Template, len(list)), Meta: p.Meta(total)}
+	out := apiserver.ListTemplates200JSONResponse{Data: make([]models.Template, len(list)), Meta: pageMeta(p, total)}
 	for i := range list {
 		if out.Data[i], err = templateJSON(&list[i]); err != nil {
 			return nil, err

@@ -21,7 +21,7 @@ func (h *Handlers) ListUsers(ctx context.Context, req apiserver.ListUsersRequest
 	if err != nil {
 		return nil, err
 	}
-	out := apiserver.ListUsers200JSONResponse{Data: make([]models.User, len(list)), Meta: pr.Meta(total)}
+	out := apiserver.ListUsers200JSONResponse{Data: make([]models.User, len(list)), Meta: pageMeta(pr, total)}
 	for i, u := range list {
 		out.Data[i] = models.User{
 			Id: u.ID, Email: openapi_types.Email(u.Email), Name: u.Name,

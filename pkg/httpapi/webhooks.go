@@ -76,7 +76,7 @@ func (h *Handlers) ListWebhooks(ctx context.Context, req apiserver.ListWebhooksR
 		return nil, err
 	}
 	out := apiserver.ListWebhooks200JSONResponse{Data: make([]models.Webhook, 0, len(ws)),
-		Meta: pg.Meta(total)}
+		Meta: pageMeta(pg, total)}
 	for i := range ws {
 		out.Data = append(out.Data, webhookView(&ws[i]))
 	}
@@ -145,7 +145,7 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req apiserver.List
 		return nil, err
 	}
 	out := apiserver.ListWebhookDeliveries200JSONResponse{Data: make([]models.Delivery, 0, len(ds)),
-		Meta: pg.Meta(total)}
+		Meta: pageMeta(pg, total)}
 	for i := range ds {
 		v, err := deliveryView(&ds[i])
 		if err != nil {

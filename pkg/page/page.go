@@ -10,7 +10,6 @@ package page
 import (
 	"fmt"
 
-	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 )
 
@@ -60,8 +59,3 @@ func (r Request) Offset() int { return (r.Page - 1) * r.Limit }
 // Beyond reports whether the page starts at or after the last of total rows,
 // i.e. it is empty without asking the database.
 func (r Request) Beyond(total int64) bool { return int64(r.Offset()) >= total }
-
-// Meta is the response's pagination metadata.
-func (r Request) Meta(total int64) models.PageMeta {
-	return models.PageMeta{CurrentPage: r.Page, PerPage: r.Limit, Total: total}
-}

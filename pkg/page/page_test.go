@@ -3,7 +3,6 @@ package page_test
 import (
 	"testing"
 
-	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/page"
 )
@@ -16,7 +15,7 @@ func TestNew(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", r, err)
 	}
 	r, err = page.New(ip(3), ip(100))
-	if err != nil || r.Offset() != 200 || r.Meta(250) != (models.PageMeta{CurrentPage: 3, PerPage: 100, Total: 250}) {
+	if err != nil || r.Offset() != 200 {
 		t.Fatalf("page 3: %+v %v", r, err)
 	}
 	if r.Beyond(201) || !r.Beyond(200) || !r.Beyond(0) {
