@@ -6,4 +6,5 @@ package tools
 
 import (
 	_ "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen"
+	_ "honnef.co/go/tools/cmd/staticcheck"
 )

@@ -12,7 +12,7 @@
 //	00050+      operations
 //
 // Rules for every tenant-owned table: tenant_id leads every primary and
-// unique key and references tenants(id) ON DELETE CASCADE (DESIGN section 2).
+// unique key and references tenants(id) ON DELETE CASCADE (ARCHITECTURE.md, Tenancy).
 package migrations
 
 import (

@@ -8,7 +8,7 @@
 // carries a revision that increments on every value change (fetch requests
 // snapshot it to detect "changed since the request").
 //
-// The fetch flow (spec sections 3, 4 and 6): a user asks for
+// The fetch flow (ARCHITECTURE.md, The act aggregate and the fetch flow): a user asks for
 // a refresh of data points, the service fills built-in fields at once and
 // asks integrations for the external ones through one act.fetch_data event,
 // and integrations return correlated results through the act data PUTs.

@@ -17,7 +17,7 @@ import (
 )
 
 // MaxErrorLength is the longest error text of a data result, in characters
-// (spec section 8).
+// (the contract's limit on error text).
 const MaxErrorLength = 1000
 
 // DataItem is one result or edit: the data point named by ID (preferred),
@@ -348,7 +348,7 @@ func resolveItem(w *DataWrite, i int, it DataItem, byID, byTF map[int64]*DataPoi
 	return found
 }
 
-// checkStates is step 2 (spec section 3's table), under the act's lock.
+// checkStates is step 2 (the contract's table of field moves), under the act's lock.
 // An identical re-send of an accepted value or a reported error is accepted
 // again without change, whatever happened since (that is what makes it
 // idempotent for an integration retrying after a lost response). Anything

@@ -1,5 +1,5 @@
 // Package client builds a ready-to-use Go client of the finsvc API for one
-// tenant: the generated client (gen/api), addressed to the tenant's host,
+// tenant: the generated client (gen/apiclient), addressed to the tenant's host,
 // authenticating every request with an OAuth 2.0 token source.
 //
 //	conf := &oauth2.Config{ClientID: id, ClientSecret: secret, Endpoint: …}
@@ -50,7 +50,7 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.tr
 // baseURL, sending ts's token as a bearer token on every request.
 //
 // The tenant is addressed by its host, org.<domain>, as the service
-// requires (DESIGN section 2):
+// requires (ARCHITECTURE.md, Tenancy):
 //   - baseURL "https://finsvc.example.com" → https://acme.finsvc.example.com;
 //   - a baseURL already naming the tenant ("http://acme.localhost:8080") is
 //     used as is;

@@ -156,7 +156,7 @@ func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
 //   - synchronous=NORMAL, durable across application crashes in WAL mode;
 //   - foreign_keys, off by default in SQLite and needed for ON DELETE CASCADE;
 //   - _txlock=immediate: every BEGIN takes the write lock at once. That lock
-//     is SQLite's stand-in for SELECT … FOR UPDATE (DESIGN section 4), and it
+//     is SQLite's stand-in for SELECT … FOR UPDATE (ARCHITECTURE.md, Data and storage), and it
 //     avoids the SQLITE_BUSY a deferred transaction gets when it upgrades
 //     from reader to writer while another writer holds the lock.
 //

@@ -9,7 +9,7 @@ import (
 // NextIDs allocates n consecutive ids of the per-tenant sequence seq
 // ("clients", "acts", "data_points", …) and returns the first; the ids are
 // first, first+1, …, first+n-1. Ids start at 1 in every tenant, so two
-// tenants hold rows with the same numeric ids (DESIGN section 2).
+// tenants hold rows with the same numeric ids (ARCHITECTURE.md, Tenancy).
 //
 // It is one upsert: the row lock it takes (PostgreSQL) or the write lock
 // (SQLite) serializes concurrent allocations, and when tx is a transaction

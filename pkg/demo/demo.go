@@ -35,7 +35,7 @@ const (
 )
 
 // Info is what an integrator needs to drive the demo, written to
-// <data>/demo.json (DESIGN section 1).
+// <data>/demo.json (the README's integration guide reads it).
 type Info struct {
 	BaseURL       string `json:"base_url"`
 	Tenant        string `json:"tenant"`

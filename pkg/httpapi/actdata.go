@@ -10,7 +10,7 @@ import (
 )
 
 // The act data PUTs: correlated results of a fetch request, or ordinary
-// edits without fetch_request_id (spec sections 3 and 4; the rules and their
+// edits without fetch_request_id (ARCHITECTURE.md, The act aggregate and the fetch flow; the rules and their
 // order are documented on acts.Store.WriteData). The request validator has
 // already turned schema-level value problems on these routes (an error
 // over 1,000 characters) into 422s.

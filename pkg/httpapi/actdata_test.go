@@ -227,7 +227,7 @@ func putCases() []putCase {
 	}
 	long := strings.Repeat("é", 1000)
 	return []putCase{
-		// Spec section 3, one row per line.
+		// The contract's table of field moves, one row per line.
 		{name: "row1 awaiting, value with matching request: accepted", items: one("revenue", val("1234.5"), nil),
 			want: 200, check: accepted("revenue", "1234.50")},
 		{name: "row2 awaiting, error with matching request: failed, previous value kept",

@@ -35,7 +35,7 @@ func Spec() (*openapi3.T, error) {
 
 // unprocessableRoutes are the correlated-data writes, where a well-formed
 // body whose values break a constraint (an over-long error, …) is a 422, as
-// spec section 4 asks, rather than a 400.
+// the contract asks, rather than a 400.
 var unprocessableRoutes = map[string]bool{
 	"/api/1.0/acts/:act_uuid/data":          true,
 	"/api/1.0/acts/:act_uuid/data/:data_id": true,

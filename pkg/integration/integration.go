@@ -12,7 +12,7 @@
 //     source), and PUT them back in ONE bulk call with fetch_request_id
 //     before expires_at.
 //
-// A redelivered event resumes unfinished work only (spec section 6, rule 6):
+// A redelivered event resumes unfinished work only (the contract's rule for redelivered events):
 // an event whose results were accepted, or are being produced, is
 // acknowledged and ignored; one whose write-back failed is tried again.
 package integration

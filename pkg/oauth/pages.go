@@ -185,7 +185,7 @@ func (s *Service) requireUser(c echo.Context, back string) (*users.User, error) 
 }
 
 // requireAdmin is requireUser plus the admin role (apps are admin-only,
-// DESIGN section 3).
+// ARCHITECTURE.md, Authorization).
 func (s *Service) requireAdmin(c echo.Context) (*users.User, bool, error) {
 	u, err := s.requireUser(c, "/developer/my-apps")
 	if u == nil || err != nil {

@@ -1,5 +1,5 @@
-// Package oauth is finsvc's OAuth 2.0 authorization server (DESIGN section
-// 6): fosite composed with only the authorization-code, refresh-token,
+// Package oauth is finsvc's OAuth 2.0 authorization server (ARCHITECTURE.md,
+// OAuth): fosite composed with only the authorization-code, refresh-token,
 // PKCE (S256), revocation and introspection handlers over the GORM storage
 // in oauth/store; the /oauth/authorize, /api/oauth/token and
 // /api/oauth/revoke endpoints; the login, consent, developer and account
@@ -66,7 +66,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger) (*Service, error) {
 		AccessTokenLifespan:   cfg.AccessTokenTTL,
 		RefreshTokenLifespan:  cfg.RefreshTokenTTL,
 		AuthorizeCodeLifespan: cfg.AuthCodeTTL,
-		// Refresh tokens are issued regardless of scope (DESIGN section 3);
+		// Refresh tokens are issued regardless of scope (ARCHITECTURE.md, Authorization);
 		// nil would mean "only with offline_access".
 		RefreshTokenScopes:             []string{},
 		MinParameterEntropy:            MinStateLen,

@@ -28,7 +28,7 @@ func TestTokenEndpointErrors(t *testing.T) {
 			}
 
 			code := a.code(t, a.authParams("state-"+randHex(4)))
-			// A missing required field of the grant (spec section 5.6).
+			// A missing required field of the grant (the contract's unsupported_grant_type).
 			for _, k := range []string{"code", "redirect_uri"} {
 				g = a.codeGrant(code)
 				g.Del(k)

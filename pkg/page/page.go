@@ -1,4 +1,4 @@
-// Package page holds the list pagination rules of DESIGN section 4, shared by
+// Package page holds the list pagination rules (ARCHITECTURE.md, Data and storage), shared by
 // every list endpoint: `page` from 1 (default 1), `limit` 1..100 (default
 // 25), and the `meta {current_page, per_page, total}` of the response.
 //

@@ -13,7 +13,7 @@
 //
 // The client never uses a proxy (a proxy would do the resolution and bypass
 // the guard), never follows redirects (a 3xx to an internal URL is the classic
-// bypass, and DESIGN counts 3xx as a failed attempt anyway), and callers read
+// bypass, and a 3xx counts as a failed attempt anyway), and callers read
 // responses only through ReadCapped so a hostile receiver cannot make a worker
 // buffer or drain an endless body.
 package httpclient
@@ -38,7 +38,7 @@ import (
 )
 
 // DefaultTimeout bounds one delivery attempt end to end (connect, TLS, write,
-// response headers and body). DESIGN: success is a 2xx within 15 s.
+// response headers and body). Success is a 2xx within 15 s (ARCHITECTURE.md, Webhooks).
 const DefaultTimeout = 15 * time.Second
 
 // ExcerptLimit is the response excerpt size kept in the delivery log.

@@ -5,7 +5,7 @@
 // outbox can drive it from a controllable clock in tests and the schedule is
 // reproducible with a deterministic rnd.
 //
-// The schedule (DESIGN §5) retries 5s, 5m, 30m, 2h, 5h, 10h and 10h after
+// The schedule (ARCHITECTURE.md, Webhooks) retries 5s, 5m, 30m, 2h, 5h, 10h and 10h after
 // each failed attempt, so a delivery gets MaxAttempts = 8 attempts over about
 // 28 hours, each delay jittered by ±20% so that retries for many receivers
 // that failed together (an outage at a popular host) do not arrive together.
@@ -186,7 +186,7 @@ func (o Outcome) String() string {
 
 // Classify classifies an attempt from the response status and the error
 // returned by http.Client.Do (not errors from reading the body: a 2xx
-// received within the timeout is a success, DESIGN §5). A non-nil err takes
+// received within the timeout is a success). A non-nil err takes
 // precedence over status.
 //
 // Classify cannot tell the worker's own cancellation (shutdown) from a

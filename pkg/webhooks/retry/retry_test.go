@@ -50,7 +50,7 @@ func TestNextSchedule(t *testing.T) {
 
 func TestExhaustion(t *testing.T) {
 	if MaxAttempts != 8 {
-		t.Fatalf("MaxAttempts = %d, want 8 (DESIGN: first attempt + 7 retries)", MaxAttempts)
+		t.Fatalf("MaxAttempts = %d, want 8 (first attempt + 7 retries)", MaxAttempts)
 	}
 	tests := []struct {
 		attempt int
