@@ -33,9 +33,16 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/users"
 )
 
 var jsonUnmarshal = json.Unmarshal
+
+// HashParams is the argon2id cost of passwords set through the harness:
+// a tiny one, so that suites creating many users stay fast under -race
+// (production uses users.DefaultHashParams; hashes carry their parameters,
+// so nothing else changes).
+var HashParams = users.HashParams{MemoryKiB: 64, Time: 1, Threads: 1, KeyLen: 32, SaltLen: 16}
 
 // Env is one running server over one database.
 type Env struct {
@@ -97,6 +104,7 @@ func New(t testing.TB, opts ...Option) *Env {
 		app.WithLogger(testdb.Logger()),
 		// The real resolver, uncached so that tenants created mid-test resolve.
 		app.WithTenants(tenant.NewStore(e.DB, tenant.WithCacheTTL(0))),
+		app.WithPasswordHashing(HashParams),
 	}
 	if !e.realAuth {
 		base = append(base, app.WithAuthenticator(e.Tokens))

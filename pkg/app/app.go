@@ -63,6 +63,7 @@ const (
 type Option func(*options)
 
 type options struct {
+	hashParams   *users.HashParams
 	db           *db.DB
 	logger       *slog.Logger
 	auth         httpapi.Authenticator
@@ -105,6 +106,12 @@ func WithDeliveryOptions(opts ...delivery.Option) Option {
 // WithoutDeliveries makes Start run no delivery worker, so that deliveries
 // stay pending (the load benchmark measures the request path alone).
 func WithoutDeliveries() Option { return func(o *options) { o.noDeliveries = true } }
+
+// WithPasswordHashing sets the argon2id cost of new password hashes
+// (default users.DefaultHashParams); test harnesses pass a cheap one.
+func WithPasswordHashing(p users.HashParams) Option {
+	return func(o *options) { o.hashParams = &p }
+}
 
 // App is the assembled service.
 type App struct {
@@ -164,7 +171,12 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if generated {
 		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
 	}
-	if a.oauth, err = oauth.New(a.db, cfg, a.log); err != nil {
+	var userOpts []users.Option
+	if o.hashParams != nil {
+		userOpts = append(userOpts, users.WithHashParams(*o.hashParams))
+	}
+	userStore := users.NewStore(a.db, userOpts...)
+	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore); err != nil {
 		return nil, err
 	}
 	a.janitor = oauth.NewJanitor(a.db, a.log)
@@ -214,7 +226,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Services: httpapi.Services{
 			Clients:   clients.NewStore(a.db),
 			Templates: templates.NewStore(a.db),
-			Users:     users.NewStore(a.db),
+			Users:     userStore,
 			Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
 			Webhooks:  wh.Registry,
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/users"
 )
 
 // TestBearerIsOneQuery: the bearer check is one database round trip.
@@ -33,7 +34,7 @@ func TestBearerIsOneQuery(t *testing.T) {
 		if err := s.DB.Callback().Raw().After("gorm:raw").Register("test:count_raw", inc); err != nil {
 			t.Fatal(err)
 		}
-		svc, err := oauth.New(s.DB, s.Config, nil)
+		svc, err := oauth.New(s.DB, s.Config, nil, users.NewStore(s.DB, users.WithHashParams(apitest.HashParams)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,7 +84,7 @@ func (s *server) org(t testing.TB, slug, role string, scopes ...string) *org {
 	t.Helper()
 	te := s.Tenant(slug)
 	email := role + "@" + slug + ".example.com"
-	u, err := users.NewStore(s.DB).Create(te.Ctx, email, "Test "+role, role, testPassword)
+	u, err := users.NewStore(s.DB, users.WithHashParams(apitest.HashParams)).Create(te.Ctx, email, "Test "+role, role, testPassword)
 	if err != nil {
 		t.Fatalf("create user: %v", err)
 	}
@@ -357,4 +357,6 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func (s *server) svcUsers() *users.Store { return users.NewStore(s.DB) }
+func (s *server) svcUsers() *users.Store {
+	return users.NewStore(s.DB, users.WithHashParams(apitest.HashParams))
+}

@@ -50,10 +50,12 @@ type Service struct {
 }
 
 // New builds the service. cfg.Secret must be set (config.ResolveSecret):
-// every tenant's token and CSRF keys derive from it.
-func New(d *db.DB, cfg *config.Config, log *slog.Logger) (*Service, error) {
-	if d == nil || cfg == nil {
-		return nil, errors.New("oauth: database and config are required")
+// every tenant's token and CSRF keys derive from it. us is the user store
+// the sign-in pages authenticate against (the composition root's, so that
+// one password-hashing policy applies everywhere).
+func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store) (*Service, error) {
+	if d == nil || cfg == nil || us == nil {
+		return nil, errors.New("oauth: database, config and user store are required")
 	}
 	if len(cfg.Secret) < config.MinSecretLen {
 		return nil, fmt.Errorf("oauth: the global secret must be at least %d characters (config.ResolveSecret)", config.MinSecretLen)
@@ -90,7 +92,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger) (*Service, error) {
 		return nil, err
 	}
 	svc := &Service{
-		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: true}), cfg: cfg, log: log, store: st, users: users.NewStore(d),
+		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: true}), cfg: cfg, log: log, store: st, users: us,
 		provider: provider, strategy: strategy, enigma: enigma,
 		secret: []byte(cfg.Secret), pages: pages, now: time.Now,
 	}

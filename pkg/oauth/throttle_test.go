@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -41,7 +42,7 @@ func TestLoginThrottle(t *testing.T) {
 
 		o := s.org(t, "acme", "admin")
 		other := s.org(t, "globex", "admin")
-		us := users.NewStore(s.DB)
+		us := users.NewStore(s.DB, users.WithHashParams(apitest.HashParams))
 		colleague := "colleague@acme.example.com"
 		if _, err := us.Create(o.Ctx, colleague, "Colleague", "viewer", testPassword); err != nil {
 			t.Fatal(err)

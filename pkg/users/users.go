@@ -46,10 +46,29 @@ const (
 )
 
 // Store reads and writes users of the tenant in the context.
-type Store struct{ db *db.DB }
+type Store struct {
+	db     *db.DB
+	hasher *hasher
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithHashParams sets the argon2id cost of new password hashes (default
+// DefaultHashParams). Test harnesses pass a cheap set.
+func WithHashParams(p HashParams) Option { return func(s *Store) { s.hasher = newHasher(p) } }
 
 // NewStore returns a Store over d.
-func NewStore(d *db.DB) *Store { return &Store{db: d} }
+func NewStore(d *db.DB, opts ...Option) *Store {
+	s := &Store{db: d}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.hasher == nil {
+		s.hasher = newHasher(DefaultHashParams)
+	}
+	return s
+}
 
 // NormalizeEmail lowercases and trims an email address; emails are unique
 // per tenant in this form.
@@ -81,7 +100,7 @@ func (s *Store) Create(ctx context.Context, email, name, role, password string) 
 	}
 	// Hash before the transaction: on SQLite the transaction holds the
 	// database write lock, and hashing is deliberately slow.
-	hash, err := HashPassword(password)
+	hash, err := s.hasher.hash(password)
 	if err != nil {
 		return nil, err
 	}
@@ -182,13 +201,13 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 	}
 	u, err := s.ByEmail(ctx, email)
 	if apperr.Is(err, apperr.NotFound) {
-		VerifyPassword(dummyHash(), password)
+		s.hasher.verify(s.hasher.dummy(), password)
 		return nil, fail
 	}
 	if err != nil {
 		return nil, err
 	}
-	ok, rehash, err := VerifyPassword(u.PasswordHash, password)
+	ok, rehash, err := s.hasher.verify(u.PasswordHash, password)
 	if err != nil {
 		return nil, fmt.Errorf("users.Authenticate(user %d): %w", u.ID, err)
 	}
@@ -198,7 +217,7 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 	if rehash {
 		// Upgrade hashes made with older parameters while we know the
 		// password. Best effort: the login succeeds either way.
-		if h, err := HashPassword(password); err == nil {
+		if h, err := s.hasher.hash(password); err == nil {
 			if tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ?", u.ID).
 				Update("password_hash", h).Error == nil {
 				u.PasswordHash = h
@@ -214,7 +233,7 @@ func (s *Store) SetPassword(ctx context.Context, id int64, password string) erro
 		return apperr.E(apperr.Invalid, "invalid password").
 			WithField("password", fmt.Sprintf("must be %d to %d characters", MinPasswordLen, MaxPasswordLen))
 	}
-	hash, err := HashPassword(password)
+	hash, err := s.hasher.hash(password)
 	if err != nil {
 		return err
 	}
