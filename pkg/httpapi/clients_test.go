@@ -128,6 +128,8 @@ func TestClientsValidation(t *testing.T) {
 			{"blank name", with("company_name", "   "), "company_name"},
 			{"empty org number", with("org_number", ""), "org_number"},
 			{"unknown property", with("vat", "x"), "body"},
+			{"NUL in name", with("company_name", "Nordic\x00"), "company_name"},
+			{"invalid UTF-8 in org number", "{\"company_name\":\"A\",\"org_number\":\"1\xff\",\"country\":\"NO\",\"credit_limit\":1}", "org_number"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

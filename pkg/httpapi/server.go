@@ -5,7 +5,8 @@
 // The chain, outermost first:
 //
 //	request id → access log → recover → body limit → tenant (from Host)
-//	  → [/api/1.0 only] bearer auth → OpenAPI request validation → handler
+//	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
+//	    request validation → handler
 //
 // Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
 // host and skip tenant resolution so that load balancers can probe them.
@@ -140,7 +141,7 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 	}
 	h := &Handlers{deps: deps, box: box}
 	strict := apiserver.NewStrictHandler(h, nil)
-	apiGroup := e.Group("", bearerAuth(deps.Auth), validator)
+	apiGroup := e.Group("", bearerAuth(deps.Auth), textGuard, validator)
 	apiserver.RegisterHandlers(apiGroup, strict)
 
 	registerOperational(e, deps)

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/ory/fosite"
 
+	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
 )
 
@@ -42,6 +44,9 @@ var authorizeErrorCodes = map[string]bool{
 func (s *Service) handleAuthorize(c echo.Context) error {
 	r := c.Request()
 	ctx := r.Context()
+	if msg := badParams(r.URL.Query()); msg != "" {
+		return s.errorPage(c, http.StatusBadRequest, "Cannot authorize this app", msg)
+	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
 	if err != nil {
 		return s.authorizeError(c, ar, err)
@@ -89,6 +94,9 @@ func (s *Service) handleConsent(c echo.Context) error {
 	if err := r.ParseForm(); err != nil {
 		return s.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
 	}
+	if msg := badParams(r.Form); msg != "" {
+		return s.errorPage(c, http.StatusBadRequest, "Cannot authorize this app", msg)
+	}
 	// The token binds the form to the parameters shown on the consent
 	// page: a changed state, redirect URI or scope fails here.
 	if !s.checkCSRF(c, "consent", boundParams(r.PostForm)) {
@@ -126,6 +134,16 @@ func (s *Service) handleConsent(c echo.Context) error {
 		return err
 	}
 	return s.issueCode(c, ar, u, scopes)
+}
+
+// badParams refuses NUL and invalid UTF-8 in the authorization parameters
+// (textinput) before fosite looks the app up with them. Without a
+// validated app there is nowhere to redirect: the user gets the error page.
+func badParams(v url.Values) string {
+	if bad := textinput.BadValues(v); len(bad) > 0 {
+		return fmt.Sprintf("The parameter %q %s.", bad[0], textinput.Message)
+	}
+	return ""
 }
 
 // requestedScopes are the scopes asked for; none means all the app's.

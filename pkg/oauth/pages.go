@@ -19,6 +19,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
 )
 
@@ -137,6 +138,14 @@ func (s *Service) handleLogin(c echo.Context) error {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
 	}
 	email := c.FormValue("email")
+	if bad := textinput.BadValues(c.Request().PostForm); len(bad) > 0 {
+		// Refused before the user lookup, which PostgreSQL would fail on.
+		if !textinput.Valid(email) {
+			email = ""
+		}
+		return s.render(c, http.StatusBadRequest, "login", &page{Title: "Sign in", Next: next, Email: email,
+			Message: fieldLabel(bad[0]) + " " + textinput.Message + ".", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+	}
 	done, wait, ok := s.logins.begin(tenant.ID(ctx), email, clientIP(c.Request(), s.cfg.TrustProxy))
 	if !ok {
 		// The email stays out of the log (personal data); the tenant and
@@ -245,7 +254,10 @@ func (s *Service) handleRotateApp(c echo.Context) error {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
 	ctx := c.Request().Context()
-	id := c.Param("id")
+	id, ok := appID(c)
+	if !ok {
+		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
+	}
 	app, err := s.store.Client(ctx, id)
 	if err != nil {
 		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
@@ -265,8 +277,10 @@ func (s *Service) handleDeleteApp(c echo.Context) error {
 	if !s.checkCSRF(c, "developer", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
-	if err := DeleteApp(c.Request().Context(), s.db, c.Param("id")); err != nil && !apperr.Is(err, apperr.NotFound) {
-		return err
+	if id, ok := appID(c); ok {
+		if err := DeleteApp(c.Request().Context(), s.db, id); err != nil && !apperr.Is(err, apperr.NotFound) {
+			return err
+		}
 	}
 	return c.Redirect(http.StatusSeeOther, "/developer/my-apps")
 }
@@ -293,10 +307,30 @@ func (s *Service) handleRevokeApp(c echo.Context) error {
 	if !s.checkCSRF(c, "account", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
-	if err := s.store.RevokeUserApp(c.Request().Context(), u.ID, c.Param("id")); err != nil {
-		return err
+	if id, ok := appID(c); ok {
+		if err := s.store.RevokeUserApp(c.Request().Context(), u.ID, id); err != nil {
+			return err
+		}
 	}
 	return c.Redirect(http.StatusSeeOther, "/account/apps")
+}
+
+// appID is the app id in the path; false when it breaks the text rule
+// (textinput): no app has such an id, and PostgreSQL would refuse to look.
+func appID(c echo.Context) (string, bool) {
+	id := c.Param("id")
+	return id, textinput.Valid(id)
+}
+
+// fieldLabel names a form field for a message.
+func fieldLabel(name string) string {
+	switch name {
+	case "email":
+		return "Email"
+	case "password":
+		return "Password"
+	}
+	return fmt.Sprintf("The field %q", name)
 }
 
 // describe flattens an apperr with field messages for a page.

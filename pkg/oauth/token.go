@@ -1,9 +1,11 @@
 package oauth
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/textinput"
 )
 
 // tokenResponse is the token endpoint's success body (openapi
@@ -48,8 +51,17 @@ func jsonToForm(r *http.Request) *oauthError {
 	if mt != "application/json" {
 		return nil
 	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return &oauthError{Error: "invalid_request", Description: "The request body could not be read."}
+	}
+	if len(textinput.BadJSON(raw)) > 0 {
+		// Checked on the raw bytes: decoding would turn invalid UTF-8
+		// into U+FFFD, which the form check after this could not see.
+		return &oauthError{Error: "invalid_request", Description: "The parameters " + textinput.Message + "."}
+	}
 	var body map[string]any
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&body); err != nil {
 		return &oauthError{Error: "invalid_request", Description: "The request body is not a JSON object."}
@@ -78,6 +90,28 @@ func jsonToForm(r *http.Request) *oauthError {
 
 type readCloser struct{ *strings.Reader }
 
+// badText refuses NUL and invalid UTF-8 in any parameter, the HTTP Basic
+// client credentials included (textinput), before fosite looks the client
+// or the token up with them.
+func badText(r *http.Request) *oauthError {
+	bad := textinput.BadValues(r.PostForm)
+	if id, secret, ok := r.BasicAuth(); ok {
+		// fosite reads the Basic credentials form-unescaped (RFC 6749
+		// section 2.3.1): check both spellings.
+		for _, v := range []string{id, secret} {
+			u, err := url.QueryUnescape(v)
+			if !textinput.Valid(v) || err == nil && !textinput.Valid(u) {
+				bad = append(bad, "Authorization")
+				break
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &oauthError{Error: "invalid_request", Description: fmt.Sprintf("The parameter %q %s.", bad[0], textinput.Message)}
+}
+
 func (readCloser) Close() error { return nil }
 
 // handleToken is POST /api/oauth/token.
@@ -91,6 +125,9 @@ func (s *Service) handleToken(c echo.Context) error {
 	}
 	if err := r.ParseForm(); err != nil {
 		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The request body could not be parsed."})
+	}
+	if e := badText(r); e != nil {
+		return writeOAuthError(c, http.StatusBadRequest, *e)
 	}
 	// fosite answers invalid_request for a missing grant type and never
 	// emits unsupported_grant_type; the spec wants the latter for both.
@@ -159,6 +196,9 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	}
 	if err := r.ParseForm(); err != nil {
 		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The request body could not be parsed."})
+	}
+	if e := badText(r); e != nil {
+		return writeOAuthError(c, http.StatusBadRequest, *e)
 	}
 	if _, _, basic := r.BasicAuth(); !basic && r.PostForm.Get("client_id") == "" {
 		c.Response().Header().Set("WWW-Authenticate", `Basic realm="finsvc"`)
