@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,10 +161,12 @@ func (s *Service) handleToken(c echo.Context) error {
 	ctx := r.Context()
 	ar, err := s.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
 	if err != nil {
+		s.revokeOnReuse(c, err)
 		return s.writeFositeError(c, err, r)
 	}
 	resp, err := s.provider.NewAccessResponse(ctx, ar)
 	if err != nil {
+		s.revokeOnReuse(c, err)
 		return s.writeFositeError(c, err, r)
 	}
 	out := tokenResponse{
@@ -228,6 +231,43 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	return c.NoContent(http.StatusOK)
 }
 
+// reused reports whether a token request failed because its code or
+// refresh token had already been used: by an earlier request, or by a
+// concurrent one that got there first (store.ErrAlreadyUsed, or fosite
+// reading the code again outside the transaction).
+func reused(err error) bool {
+	return errors.Is(err, store.ErrAlreadyUsed) || errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) || errors.Is(err, fosite.ErrInactiveToken)
+}
+
+// revokeOnReuse revokes the family of a code or refresh token presented
+// more than once. fosite does so only when its first read already sees
+// the code or token used; a request that loses the race later (at the
+// conditional UPDATE) is rolled back without touching the family, and the
+// winner's tokens would stay valid. Revoking here, after that rollback,
+// covers every timing (RFC 6749 section 4.1.2, RFC 6819 section 5.2.2.3).
+func (s *Service) revokeOnReuse(c echo.Context, err error) {
+	if !reused(err) {
+		return
+	}
+	r := c.Request()
+	// A client that hangs up must not cancel the revocation.
+	ctx := context.WithoutCancel(r.Context())
+	var rerr error
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		rerr = s.store.RevokeFamilyOfCode(ctx, s.strategy.AuthorizeCodeSignature(ctx, r.PostForm.Get("code")))
+	case "refresh_token":
+		rerr = s.store.RevokeFamilyOfRefreshToken(ctx, s.strategy.RefreshTokenSignature(ctx, r.PostForm.Get("refresh_token")))
+	default:
+		return
+	}
+	if rerr != nil {
+		s.log.ErrorContext(ctx, "oauth: revoke reused grant", "grant_type", r.PostForm.Get("grant_type"), "error", rerr)
+		return
+	}
+	s.log.WarnContext(ctx, "oauth: code or refresh token presented again; its grant is revoked", "grant_type", r.PostForm.Get("grant_type"))
+}
+
 // writeFositeError renders a fosite error as an RFC 6749 body with a code
 // from the API document's list. Server errors are logged (fosite's debug
 // text names no token values) and answered without detail.
@@ -240,7 +280,7 @@ func (s *Service) writeFositeError(c echo.Context, err error, r *http.Request) e
 	status := rfc.CodeField
 	desc := rfc.GetDescription()
 	switch {
-	case errors.Is(err, store.ErrAlreadyUsed), errors.Is(err, fosite.ErrInvalidatedAuthorizeCode), errors.Is(err, fosite.ErrInactiveToken):
+	case reused(err):
 		// A concurrent request consumed the code or refresh token first
 		// (fosite reads the code again outside the transaction, and
 		// wraps what it finds as a server error).
