@@ -523,7 +523,9 @@ type ClientInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -535,7 +537,9 @@ type ClientInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -547,7 +551,9 @@ type ClientInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -1508,7 +1514,9 @@ func (c *APIClient) RevokeTokenWithFormdataBody(ctx context.Context, body Revoke
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1530,7 +1538,9 @@ func (c *APIClient) ExchangeTokenWithBody(ctx context.Context, contentType strin
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1552,7 +1562,9 @@ func (c *APIClient) ExchangeToken(ctx context.Context, body ExchangeTokenJSONReq
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -4094,7 +4106,9 @@ type ClientWithResponsesInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4106,7 +4120,9 @@ type ClientWithResponsesInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4118,7 +4134,9 @@ type ClientWithResponsesInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7596,6 +7614,11 @@ type RevokeTokenResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// RevokeTokenResponse503Headers the declared response headers of an HTTP 503 response for RevokeToken
+type RevokeTokenResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RevokeTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7605,10 +7628,14 @@ type RevokeTokenResponse struct {
 	JSON401 *OAuthError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *OAuthError
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RevokeTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeTokenResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -7624,6 +7651,11 @@ func (r RevokeTokenResponse) GetJSON401() *OAuthError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r RevokeTokenResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeTokenResponse) GetJSON503() *OAuthUnavailable {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -7673,6 +7705,11 @@ type ExchangeTokenResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// ExchangeTokenResponse503Headers the declared response headers of an HTTP 503 response for ExchangeToken
+type ExchangeTokenResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ExchangeTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7684,12 +7721,16 @@ type ExchangeTokenResponse struct {
 	JSON401 *OAuthError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *OAuthError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ExchangeTokenResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ExchangeTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExchangeTokenResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7710,6 +7751,11 @@ func (r ExchangeTokenResponse) GetJSON401() *OAuthError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ExchangeTokenResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExchangeTokenResponse) GetJSON503() *OAuthUnavailable {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -7868,6 +7914,11 @@ type AuthorizeResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// AuthorizeResponse503Headers the declared response headers of an HTTP 503 response for Authorize
+type AuthorizeResponse503Headers struct {
+	RetryAfter *int
+}
+
 type AuthorizeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7877,6 +7928,8 @@ type AuthorizeResponse struct {
 	Headers302 *AuthorizeResponse302Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *AuthorizeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AuthorizeResponse503Headers
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7926,6 +7979,11 @@ type SubmitConsentResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// SubmitConsentResponse503Headers the declared response headers of an HTTP 503 response for SubmitConsent
+type SubmitConsentResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SubmitConsentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7935,6 +7993,8 @@ type SubmitConsentResponse struct {
 	Headers302 *SubmitConsentResponse302Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SubmitConsentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SubmitConsentResponse503Headers
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8807,7 +8867,9 @@ func (c *ClientWithResponses) RevokeTokenWithFormdataBodyWithResponse(ctx contex
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8825,7 +8887,9 @@ func (c *ClientWithResponses) ExchangeTokenWithBodyWithResponse(ctx context.Cont
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8843,7 +8907,9 @@ func (c *ClientWithResponses) ExchangeTokenWithResponse(ctx context.Context, bod
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13085,6 +13151,13 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OAuthUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OAuthError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13126,6 +13199,16 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13172,6 +13255,13 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OAuthUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OAuthError
@@ -13224,6 +13314,16 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExchangeTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13355,6 +13455,16 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AuthorizeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13428,6 +13538,16 @@ func ParseSubmitConsentResponse(rsp *http.Response) (*SubmitConsentResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SubmitConsentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

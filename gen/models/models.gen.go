@@ -1518,6 +1518,9 @@ type Forbidden = Error
 // NotFound The error body of every endpoint below `/api/1.0`.
 type NotFound = Error
 
+// OAuthUnavailable An RFC 6749 error response.
+type OAuthUnavailable = OAuthError
+
 // TooManyRequests The error body of every endpoint below `/api/1.0`.
 type TooManyRequests = Error
 

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/ory/fosite"
 
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -186,6 +187,16 @@ func (s *Service) authorizeError(c echo.Context, ar fosite.AuthorizeRequester, e
 	var rfc *fosite.RFC6749Error
 	if !errors.As(err, &rfc) {
 		rfc = fosite.ErrServerError.WithWrap(err)
+	}
+	if db.IsUnavailable(err) {
+		// fosite calls a failed app lookup an unknown app. Once the app
+		// and its redirect URI are validated, the app hears of the
+		// outage (RFC 6749 section 4.1.2.1); before, the user does.
+		if ar == nil || !ar.IsRedirectURIValid() {
+			return s.unavailablePage(c, err)
+		}
+		s.logUnavailable(c.Request(), err)
+		rfc = fosite.ErrTemporarilyUnavailable.WithHint("Retry later.")
 	}
 	if ar == nil || !ar.IsRedirectURIValid() {
 		msg := rfc.GetDescription()

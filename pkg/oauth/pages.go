@@ -17,6 +17,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/textinput"
@@ -37,19 +38,51 @@ func parsePages() (*template.Template, error) {
 // Routes registers the OAuth endpoints and pages; wire it as an
 // httpapi.Deps.Routes entry (tenant resolution has run before them).
 func (s *Service) Routes(e *echo.Echo) {
-	e.GET("/oauth/authorize", s.handleAuthorize)
-	e.POST("/oauth/authorize", s.handleConsent)
+	// The token and revoke endpoints answer outages themselves, in the
+	// RFC 6749 format (writeFositeError).
 	e.POST("/api/oauth/token", s.handleToken)
 	e.POST("/api/oauth/revoke", s.handleRevoke)
-	e.GET("/login", s.handleLoginPage)
-	e.POST("/login", s.handleLogin)
-	e.POST("/logout", s.handleLogout)
-	e.GET("/developer/my-apps", s.handleApps)
-	e.POST("/developer/my-apps", s.handleCreateApp)
-	e.POST("/developer/my-apps/:id/rotate", s.handleRotateApp)
-	e.POST("/developer/my-apps/:id/delete", s.handleDeleteApp)
-	e.GET("/account/apps", s.handleAccount)
-	e.POST("/account/apps/:id/revoke", s.handleRevokeApp)
+	page := s.pageErrors
+	e.GET("/oauth/authorize", page(s.handleAuthorize))
+	e.POST("/oauth/authorize", page(s.handleConsent))
+	e.GET("/login", page(s.handleLoginPage))
+	e.POST("/login", page(s.handleLogin))
+	e.POST("/logout", page(s.handleLogout))
+	e.GET("/developer/my-apps", page(s.handleApps))
+	e.POST("/developer/my-apps", page(s.handleCreateApp))
+	e.POST("/developer/my-apps/:id/rotate", page(s.handleRotateApp))
+	e.POST("/developer/my-apps/:id/delete", page(s.handleDeleteApp))
+	e.GET("/account/apps", page(s.handleAccount))
+	e.POST("/account/apps/:id/revoke", page(s.handleRevokeApp))
+}
+
+// retryAfterUnavailable is the Retry-After, in seconds, of the answers
+// given while the database cannot be reached.
+const retryAfterUnavailable = "5"
+
+// pageErrors turns a database outage met by a page handler into the
+// "service unavailable" page, instead of the JSON 500 of the server's
+// error handler.
+func (s *Service) pageErrors(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := h(c)
+		if err != nil && db.IsUnavailable(err) && !c.Response().Committed {
+			return s.unavailablePage(c, err)
+		}
+		return err
+	}
+}
+
+// unavailablePage answers 503 with Retry-After and a page that says so.
+func (s *Service) unavailablePage(c echo.Context, err error) error {
+	s.logUnavailable(c.Request(), err)
+	c.Response().Header().Set("Retry-After", retryAfterUnavailable)
+	return s.errorPage(c, http.StatusServiceUnavailable, "Service unavailable",
+		"The service is temporarily unavailable. Try again in a few moments.")
+}
+
+func (s *Service) logUnavailable(r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "oauth: database unavailable", "path", r.URL.Path, "error", err)
 }
 
 // page is the data of every page.

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/ory/fosite"
 
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
 	"github.com/finsvc/finsvc/pkg/textinput"
 )
@@ -275,6 +276,15 @@ func (s *Service) writeFositeError(c echo.Context, err error, r *http.Request) e
 	var rfc *fosite.RFC6749Error
 	if !errors.As(err, &rfc) {
 		rfc = fosite.ErrServerError.WithWrap(err)
+	}
+	// fosite reports a failed client lookup as invalid_client whatever
+	// the cause, and a failed token lookup at revocation as
+	// temporarily_unavailable: an outage must not look like bad
+	// credentials.
+	if db.IsUnavailable(err) || rfc.ErrorField == fosite.ErrTemporarilyUnavailable.ErrorField {
+		s.logUnavailable(r, err)
+		c.Response().Header().Set("Retry-After", retryAfterUnavailable)
+		return writeOAuthError(c, http.StatusServiceUnavailable, oauthError{"temporarily_unavailable", "The service is temporarily unavailable; retry later."})
 	}
 	code := rfc.ErrorField
 	status := rfc.CodeField
