@@ -1324,7 +1324,7 @@ type TokenRequest struct {
 	// Example: authorization_code
 	GrantType *string `json:"grant_type,omitempty"`
 
-	// RedirectUri The redirect URI used in the authorization request.
+	// RedirectUri The redirect URI used in the authorization request, exactly as sent there.
 	RedirectUri *string `json:"redirect_uri,omitempty"`
 
 	// RefreshToken The refresh token.
@@ -1604,7 +1604,7 @@ type AuthorizeParams struct {
 	// ClientId The app's client id.
 	ClientId string `form:"client_id" json:"client_id"`
 
-	// RedirectUri One of the app's registered redirect URIs.
+	// RedirectUri One of the app's registered redirect URIs, character for character. Nothing is normalised (scheme or host case, default or leading-zero ports, percent-encoding, a trailing slash), and loopback URIs get no exception either (apps are confidential clients, so RFC 8252's any-port rule does not apply).
 	RedirectUri string `form:"redirect_uri" json:"redirect_uri"`
 
 	// ResponseType Always `code`.
