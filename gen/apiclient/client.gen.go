@@ -400,7 +400,7 @@ type ClientInterface interface {
 
 	// ListUsers List the tenant's users
 	//
-	// Admins only. Paginated with `page` and `limit`.
+	// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 	//
 	// Corresponds with GET /api/1.0/users (the `ListUsers` operationId).
 	ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1251,7 +1251,7 @@ func (c *APIClient) UpdateTemplate(ctx context.Context, id TemplateId, body Upda
 
 // ListUsers List the tenant's users
 //
-// Admins only. Paginated with `page` and `limit`.
+// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 //
 // Corresponds with GET /api/1.0/users (the `ListUsers` operationId).
 func (c *APIClient) ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3969,7 +3969,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUsersWithResponse List the tenant's users
 	//
-	// Admins only. Paginated with `page` and `limit`.
+	// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8646,7 +8646,7 @@ func (c *ClientWithResponses) UpdateTemplateWithResponse(ctx context.Context, id
 
 // ListUsersWithResponse List the tenant's users
 //
-// Admins only. Paginated with `page` and `limit`.
+// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

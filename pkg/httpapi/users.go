@@ -7,21 +7,15 @@ import (
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
-	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/users"
 )
 
-// ListUsers is GET /users: admins only (DESIGN section 3). The operation
-// declares no scope, so only the role is checked.
+// ListUsers is GET /users: the users:read scope and the admin role.
 func (h *Handlers) ListUsers(ctx context.Context, req apiserver.ListUsersRequestObject) (apiserver.ListUsersResponseObject, error) {
-	p, ok := auth.FromContext(ctx)
-	if !ok {
-		return nil, apperr.E(apperr.Unauthenticated, "authentication required")
-	}
-	if p.Role != auth.RoleAdmin {
-		return nil, apperr.Ef(apperr.Forbidden, "role %s may not list users", p.Role)
+	if _, err := auth.Require(ctx, auth.ScopeUsersRead, auth.Admin); err != nil {
+		return nil, err
 	}
 	pr, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {

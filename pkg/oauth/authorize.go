@@ -87,7 +87,7 @@ func (s *Service) handleAuthorize(c echo.Context) error {
 		name = cl.Name
 	}
 	return s.render(c, http.StatusOK, "consent", &page{
-		Title: "Authorize " + name, User: u, AppName: name, Scopes: scopes, Params: params,
+		Title: "Authorize " + name, User: u, AppName: name, Scopes: describeScopes(scopes), Params: params,
 		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "consent", boundParams(form)),
 	})
 }

@@ -98,17 +98,28 @@ type page struct {
 	Next, Email string
 	// consent
 	AppName string
-	Scopes  []string
+	Scopes  []scopeItem
 	Params  []param
 	// developer apps
 	Apps      []store.Client
-	AllScopes []string
+	AllScopes []scopeItem
 	Created   *createdApp
 	// account
 	Authorized []store.AuthorizedApp
 }
 
 type param struct{ Name, Value string }
+
+// scopeItem is a scope as the pages show it: its name and what it grants.
+type scopeItem struct{ Name, Description string }
+
+func describeScopes(names []string) []scopeItem {
+	out := make([]scopeItem, len(names))
+	for i, n := range names {
+		out[i] = scopeItem{Name: n, Description: auth.ScopeDescriptions[n]}
+	}
+	return out
+}
 
 type createdApp struct{ Name, ClientID, Secret string }
 
@@ -245,7 +256,7 @@ func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string
 	if err != nil {
 		return err
 	}
-	return s.render(c, status, "apps", &page{Title: "Developer apps", User: u, Apps: apps, AllScopes: auth.AllScopes,
+	return s.render(c, status, "apps", &page{Title: "Developer apps", User: u, Apps: apps, AllScopes: describeScopes(auth.AllScopes),
 		Message: msg, Created: created, CSRF: s.csrfToken(ctx, s.csrfSeed(c), "developer", "")})
 }
 
