@@ -282,7 +282,7 @@ type ClientInterface interface {
 
 	// CreateClientWithBody Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -291,7 +291,7 @@ type ClientInterface interface {
 
 	// CreateClient Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -993,7 +993,7 @@ func (c *APIClient) ListClients(ctx context.Context, params *ListClientsParams, 
 
 // CreateClientWithBody Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1012,7 +1012,7 @@ func (c *APIClient) CreateClientWithBody(ctx context.Context, contentType string
 
 // CreateClient Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3839,7 +3839,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateClientWithBodyWithResponse Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3848,7 +3848,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateClientWithResponse Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8432,7 +8432,7 @@ func (c *ClientWithResponses) ListClientsWithResponse(ctx context.Context, param
 
 // CreateClientWithBodyWithResponse Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8447,7 +8447,7 @@ func (c *ClientWithResponses) CreateClientWithBodyWithResponse(ctx context.Conte
 
 // CreateClientWithResponse Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -693,7 +693,7 @@ type Client struct {
 	// CreatedAt When the client was created.
 	CreatedAt time.Time `json:"created_at"`
 
-	// CreditLimit Credit limit, an exact decimal with at most two fractional digits; never rounded through binary floating point by the service.
+	// CreditLimit Credit limit, an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)); never rounded through binary floating point by the service.
 	CreditLimit money.Decimal `json:"credit_limit"`
 
 	// Id The client id, unique within the tenant.
@@ -714,7 +714,7 @@ type ClientCreate struct {
 	// Country ISO 3166-1 alpha-2 country code.
 	Country string `json:"country"`
 
-	// CreditLimit Exact decimal, at most two fractional digits.
+	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. The bound is stated here rather than as `maximum`, which validators compare in binary floating point, where it equals 1e18.
 	CreditLimit money.Decimal `json:"credit_limit"`
 
 	// OrgNumber Organization number.
@@ -738,7 +738,7 @@ type ClientUpdate struct {
 	// Country ISO 3166-1 alpha-2 country code.
 	Country *string `json:"country,omitempty"`
 
-	// CreditLimit Exact decimal, at most two fractional digits.
+	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. The bound is stated here rather than as `maximum`, which validators compare in binary floating point, where it equals 1e18.
 	CreditLimit *money.Decimal `json:"credit_limit,omitempty"`
 
 	// OrgNumber Organization number.

@@ -243,6 +243,11 @@ func isIndex(s string) bool {
 // failures get a plain sentence instead of kin-openapi's, which quotes the
 // whole validating regular expression.
 func schemaMessage(se *openapi3.SchemaError) string {
+	if se.SchemaField == "type" && errors.Is(se.Origin, strconv.ErrRange) {
+		// A number beyond float64 (1e400): kin-openapi cannot compare it
+		// with the schema, so it cannot be a value the schema allows.
+		return "is out of range"
+	}
 	if se.SchemaField == "format" && se.Schema != nil {
 		switch se.Schema.Format {
 		case "uuid":
