@@ -7906,14 +7906,6 @@ type AuthorizeResponse302Headers struct {
 	Location *string
 }
 
-// AuthorizeResponse429Headers the declared response headers of an HTTP 429 response for Authorize
-type AuthorizeResponse429Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	RetryAfter         *int
-}
-
 // AuthorizeResponse503Headers the declared response headers of an HTTP 503 response for Authorize
 type AuthorizeResponse503Headers struct {
 	RetryAfter *int
@@ -7922,19 +7914,10 @@ type AuthorizeResponse503Headers struct {
 type AuthorizeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
 	// Headers302 the parsed response headers for an HTTP 302 response
 	Headers302 *AuthorizeResponse302Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *AuthorizeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AuthorizeResponse503Headers
-}
-
-// GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r AuthorizeResponse) GetJSON429() *TooManyRequests {
-	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -7971,14 +7954,6 @@ type SubmitConsentResponse302Headers struct {
 	Location *string
 }
 
-// SubmitConsentResponse429Headers the declared response headers of an HTTP 429 response for SubmitConsent
-type SubmitConsentResponse429Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	RetryAfter         *int
-}
-
 // SubmitConsentResponse503Headers the declared response headers of an HTTP 503 response for SubmitConsent
 type SubmitConsentResponse503Headers struct {
 	RetryAfter *int
@@ -7987,19 +7962,10 @@ type SubmitConsentResponse503Headers struct {
 type SubmitConsentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
 	// Headers302 the parsed response headers for an HTTP 302 response
 	Headers302 *SubmitConsentResponse302Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *SubmitConsentResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SubmitConsentResponse503Headers
-}
-
-// GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r SubmitConsentResponse) GetJSON429() *TooManyRequests {
-	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -13402,19 +13368,6 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 
 	switch {
 	case rsp.StatusCode == 302:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON429 = &dest
-
-	}
-
-	switch {
-	case rsp.StatusCode == 302:
 		var headers AuthorizeResponse302Headers
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
@@ -13424,37 +13377,6 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 			headers.Location = &value
 		}
 		response.Headers302 = &headers
-	case rsp.StatusCode == 429:
-		var headers AuthorizeResponse429Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = &value
-		}
-		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers AuthorizeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -13485,19 +13407,6 @@ func ParseSubmitConsentResponse(rsp *http.Response) (*SubmitConsentResponse, err
 
 	switch {
 	case rsp.StatusCode == 302:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON429 = &dest
-
-	}
-
-	switch {
-	case rsp.StatusCode == 302:
 		var headers SubmitConsentResponse302Headers
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
@@ -13507,37 +13416,6 @@ func ParseSubmitConsentResponse(rsp *http.Response) (*SubmitConsentResponse, err
 			headers.Location = &value
 		}
 		response.Headers302 = &headers
-	case rsp.StatusCode == 429:
-		var headers SubmitConsentResponse429Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = &value
-		}
-		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SubmitConsentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
