@@ -94,7 +94,7 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer done()
-	e, err := start(ctx, d, url, !o.noTokenCache, io.Discard)
+	e, err := start(ctx, d, url, !o.noTokenCache, false, io.Discard)
 	if err != nil {
 		return err
 	}

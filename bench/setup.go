@@ -21,14 +21,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/oauth"
-	"github.com/finsvc/finsvc/pkg/ops"
 	"github.com/finsvc/finsvc/pkg/server"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -94,10 +93,13 @@ func (e *env) Close() {
 	}
 }
 
-// start brings up both servers on loopback ports over d.
-// With tokenCache, the server gets its database URL, which lets ops.Wire
-// start the bearer token cache (its LISTEN connection needs the URL).
-func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut io.Writer, hooks ...func(*httpapi.Deps)) (*env, error) {
+// start brings up both servers on loopback ports over d. The full server
+// is app.New's, as cmd/finsvc serve builds it. With tokenCache, the server
+// gets its database URL, which lets the App run the bearer token cache (its
+// LISTEN connection needs the URL). With deliveries, the App's webhook
+// delivery worker runs too (the soak); without, deliveries stay pending so
+// that the load benchmark measures the request path alone.
+func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries bool, logOut io.Writer) (*env, error) {
 	e := &env{DB: d}
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"
@@ -117,26 +119,23 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache bool, logOut 
 	}
 	e.Tenant = tn
 
-	svc, err := oauth.New(d, cfg, logger)
+	opts := []app.Option{app.WithDB(d), app.WithLogger(logger)}
+	if !deliveries {
+		opts = append(opts, app.WithoutDeliveries())
+	}
+	a, err := app.New(cfg, opts...)
 	if err != nil {
 		return nil, err
 	}
-	deps := httpapi.Deps{DB: d, Config: cfg, Logger: logger, Tenants: tenant.NewStore(d), Auth: svc,
-		Routes: []func(*echo.Echo){svc.Routes}}
-	for _, h := range hooks {
-		h(&deps)
-	}
-	if _, closeOps, err := ops.Wire(&deps); err != nil {
-		return nil, err
-	} else {
-		e.stop = append(e.stop, func() { closeOps() })
-	}
-	h, err := httpapi.New(deps)
-	if err != nil {
+	e.stop = append(e.stop, func() { _ = a.Close() })
+	if err := a.Start(ctx); err != nil {
+		e.Close()
 		return nil, err
 	}
+	h := a.Handler()
 	url, stop, err := serve(cfg, h)
 	if err != nil {
+		e.Close()
 		return nil, err
 	}
 	e.FullURL, e.stop = url, append(e.stop, stop)

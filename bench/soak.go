@@ -15,10 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/integration"
-	"github.com/finsvc/finsvc/pkg/outbox"
-	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // soakOp is one kind of request of the mixed load.
@@ -42,33 +40,13 @@ func runSoak(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer done()
-	var worker *delivery.Worker
-	var hookErr error
-	e, err := start(ctx, d, url, true, io.Discard, func(deps *httpapi.Deps) {
-		// As cmd/finsvc does: a delivery worker in the replica, woken by the
-		// outbox at commit.
-		worker, hookErr = delivery.NewWorker(deps.DB, deps.Config, deps.Logger)
-		if hookErr != nil {
-			return
-		}
-		if hookErr = worker.Start(context.WithoutCancel(ctx)); hookErr != nil {
-			return
-		}
-		deps.Outbox = &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: true}, Notifier: worker.Notifier()}
-		deps.WebhookNotifier = worker.Notifier()
-	})
-	if err == nil {
-		err = hookErr
-	}
+	// As cmd/finsvc does: a delivery worker in the replica, woken by the
+	// outbox at commit.
+	e, err := start(ctx, d, url, true, true, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = worker.Stop(sctx)
-	}()
 	if err := e.login(ctx); err != nil {
 		return fmt.Errorf("oauth flow: %w", err)
 	}
@@ -260,9 +238,10 @@ func runSoak(ctx context.Context, o options, out io.Writer) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var awaiting, pending int64
+	var awaiting int64
 	_ = d.WithContext(ctx).Raw("SELECT count(*) FROM fetch_request_fields WHERE state = 'awaiting'").Scan(&awaiting).Error
-	_ = d.WithContext(ctx).Raw("SELECT count(*) FROM deliveries WHERE status IN ('pending', 'delivering')").Scan(&pending).Error
+	pending, delivering, _ := outbox.Depth(ctx, d)
+	pending += delivering
 
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, machine(ctx, d))

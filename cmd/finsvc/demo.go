@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/demo"
 	"github.com/finsvc/finsvc/pkg/server"
 )
@@ -69,15 +70,12 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 	defer srv.Close()
 	cfg.Addr = srv.Addr().String()
 
-	d, err := openDB(ctx, cfg, c)
+	a, err := app.New(cfg, app.WithLogger(logger))
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	if _, err := cfg.ResolveSecret(d.Dialect); err != nil {
-		return err
-	}
-	info, err := demo.Seed(ctx, d, cfg)
+	defer a.Close()
+	info, err := demo.Seed(ctx, a.DB(), cfg)
 	if err != nil {
 		return err
 	}
@@ -85,22 +83,13 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 	if err != nil {
 		return err
 	}
-	dl, err := startDeliveries(ctx, d, cfg, logger)
-	if err != nil {
+	if err := a.Start(ctx); err != nil {
 		return err
 	}
-	defer dl.Stop()
-	srv.OnShutdown(dl.Stop)
-	stopJanitor := startJanitor(ctx, d, logger)
-	defer stopJanitor()
-	srv.OnShutdown(stopJanitor)
-	h, err := buildHandler(d, cfg, logger, dl.Deps)
-	if err != nil {
-		return fmt.Errorf("build HTTP handler: %w", err)
-	}
+	srv.OnShutdown(a.Stop)
 	info.Print(c.stdout, cfg.Addr, path)
 	if !dataGiven {
 		fmt.Fprintf(c.stdout, "Data directory %s is removed on exit; use --data DIR to keep it.\n", cfg.DataDir)
 	}
-	return srv.Serve(ctx, h)
+	return srv.Serve(ctx, a.Handler())
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/server"
 )
@@ -33,39 +33,22 @@ func runServe(ctx context.Context, c *cli, args []string) error {
 	}
 	logger := cfg.NewLogger(c.stderr)
 
-	d, err := openDB(ctx, cfg, c)
+	a, err := app.New(cfg, app.WithLogger(logger))
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	generated, err := cfg.ResolveSecret(d.Dialect)
-	if err != nil {
-		return err
-	}
-	if generated {
-		logger.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
-	}
+	defer a.Close()
 	srv, err := server.Listen(cfg, logger)
 	if err != nil {
 		return err
 	}
-	dl, err := startDeliveries(ctx, d, cfg, logger)
-	if err != nil {
+	if err := a.Start(ctx); err != nil {
 		srv.Close()
 		return err
 	}
-	defer dl.Stop()
-	srv.OnShutdown(dl.Stop) // drain deliveries alongside in-flight requests
-	stopJanitor := startJanitor(ctx, d, logger)
-	defer stopJanitor()
-	srv.OnShutdown(stopJanitor)
-	h, err := buildHandler(d, cfg, logger, dl.Deps)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("build HTTP handler: %w", err)
-	}
-	logger.Info("starting finsvc", "dialect", d.Dialect, "config", cfg)
-	return srv.Serve(ctx, h)
+	srv.OnShutdown(a.Stop) // drain deliveries alongside in-flight requests
+	logger.Info("starting finsvc", "dialect", a.DB().Dialect, "config", cfg)
+	return srv.Serve(ctx, a.Handler())
 }
 
 func serveUsage(w io.Writer) {

@@ -29,7 +29,7 @@ func BuiltinValue(d *DataPoint, c *clients.Client, a *Act) (string, error) {
 	case templates.SourceActCreatedAt:
 		// A date field gets the calendar day (UTC); any other type the
 		// full RFC 3339 instant.
-		if fieldtype.Type(d.Type) == fieldtype.Date {
+		if d.Type == fieldtype.Date {
 			raw = a.CreatedAt.UTC().Format(time.DateOnly)
 		} else {
 			raw = a.CreatedAt.UTC().Format(time.RFC3339)
@@ -41,7 +41,7 @@ func BuiltinValue(d *DataPoint, c *clients.Client, a *Act) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v, err := fieldtype.Normalize(fieldtype.Type(d.Type), opts, raw)
+	v, err := fieldtype.Normalize(d.Type, opts, raw)
 	if err != nil {
 		return "", fmt.Errorf("the %s value is not valid for this %s field: %w", d.Source, d.Type, err)
 	}

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
@@ -35,4 +38,27 @@ func Record(ctx context.Context, tx *gorm.DB, actor Actor, at time.Time, entries
 		return fmt.Errorf("acts: record %d history entries: %w", len(entries), err)
 	}
 	return nil
+}
+
+// History returns a page of the act's history, oldest first.
+func (s *Store) History(ctx context.Context, actUUID uuid.UUID, pg page.Request) (_ []HistoryEntry, total int64, err error) {
+	defer apperr.Wrap(&err, "acts.History(%s)", actUUID)
+	var n int64
+	if err := tenant.Scope(ctx, s.DB.DB.Model(&Act{})).Where("uuid = ?", actUUID).Count(&n).Error; err != nil {
+		return nil, 0, err
+	}
+	if n == 0 {
+		return nil, 0, notFound()
+	}
+	q := tenant.Scope(ctx, s.DB.DB.Model(&HistoryEntry{})).Where("act_uuid = ?", actUUID)
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	var out []HistoryEntry
+	if !pg.Beyond(total) {
+		if err := q.Order("id").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
+			return nil, 0, err
+		}
+	}
+	return out, total, nil
 }

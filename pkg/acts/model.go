@@ -1,10 +1,3 @@
-// Package acts stores financial acts, their data points and history.
-//
-// An act is editable iff its status is draft. A data point snapshots its
-// template field's definition (key, name, type, source, options) so that
-// reading an act or building an event never consults the live template, and
-// carries a revision that increments on every value change (fetch requests
-// snapshot it to detect "changed since the request").
 package acts
 
 import (
@@ -13,25 +6,30 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/templates"
 )
 
+// Status is an act's status (the ActStatus enum of the spec).
+type Status string
+
 // Act statuses.
 const (
-	StatusDraft = "draft"
-	StatusFinal = "final"
+	StatusDraft Status = "draft"
+	StatusFinal Status = "final"
 )
 
 // Act is a financial act.
 type Act struct {
-	TenantID    int64  `gorm:"primaryKey;autoIncrement:false"`
-	UUID        string `gorm:"column:uuid;primaryKey"`
-	ClientID    int64  `gorm:"not null"`
-	TemplateID  int64  `gorm:"not null"`
-	Title       string `gorm:"not null"`
-	Status      string `gorm:"not null"`
+	TenantID    int64     `gorm:"primaryKey;autoIncrement:false"`
+	UUID        uuid.UUID `gorm:"column:uuid;primaryKey"`
+	ClientID    int64     `gorm:"not null"`
+	TemplateID  int64     `gorm:"not null"`
+	Title       string    `gorm:"not null"`
+	Status      Status    `gorm:"not null"`
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	FinalizedAt *time.Time
@@ -45,15 +43,15 @@ func (a *Act) Editable() bool { return a.Status == StatusDraft }
 
 // DataPoint is an instance of a template field in an act.
 type DataPoint struct {
-	TenantID        int64  `gorm:"primaryKey;autoIncrement:false"`
-	ID              int64  `gorm:"primaryKey;autoIncrement:false"`
-	ActUUID         string `gorm:"not null"`
-	TemplateFieldID int64  `gorm:"not null"`
-	Position        int    `gorm:"not null"`
-	Key             string `gorm:"not null"`
-	Name            string `gorm:"not null"`
-	Type            string `gorm:"not null"`
-	Source          string `gorm:"not null"`
+	TenantID        int64            `gorm:"primaryKey;autoIncrement:false"`
+	ID              int64            `gorm:"primaryKey;autoIncrement:false"`
+	ActUUID         uuid.UUID        `gorm:"not null"`
+	TemplateFieldID int64            `gorm:"not null"`
+	Position        int              `gorm:"not null"`
+	Key             string           `gorm:"not null"`
+	Name            string           `gorm:"not null"`
+	Type            fieldtype.Type   `gorm:"not null"`
+	Source          templates.Source `gorm:"not null"`
 	Options         *string
 	Value           *string
 	SourceValue     *string
@@ -61,46 +59,72 @@ type DataPoint struct {
 	UpdatedAt       time.Time
 	// LastFetchRequestID is the most recent fetch request that selected the
 	// data point (set by each new request, under the act's lock).
-	LastFetchRequestID *string
+	LastFetchRequestID *uuid.UUID
 }
 
 // TableName pins the table.
 func (DataPoint) TableName() string { return "data_points" }
 
 // External reports whether an integration fetches the data point.
-func (d *DataPoint) External() bool { return d.Source == "external_data" }
+func (d *DataPoint) External() bool { return d.Source == templates.SourceExternalData }
 
-// History kinds (the HistoryKind enum of the spec).
+// Builtin reports whether the service fills the data point itself.
+func (d *DataPoint) Builtin() bool { return templates.IsBuiltin(d.Source) }
+
+// Refreshable reports whether a fetch request may select the data point
+// (built-in and external fields; manual ones are entered by people).
+func (d *DataPoint) Refreshable() bool { return d.External() || d.Builtin() }
+
+// FieldOptions decodes the snapshotted options (nil when the type has none).
+func (d *DataPoint) FieldOptions() (*fieldtype.Options, error) {
+	if d.Options == nil || *d.Options == "" || *d.Options == "null" {
+		return nil, nil
+	}
+	var o fieldtype.Options
+	if err := json.Unmarshal([]byte(*d.Options), &o); err != nil {
+		return nil, fmt.Errorf("acts: data point %d options: %w", d.ID, err)
+	}
+	return &o, nil
+}
+
+// HistoryKind is what a history entry records (the HistoryKind enum of the
+// spec).
+type HistoryKind string
+
+// History kinds.
 const (
-	KindActCreated     = "act_created"
-	KindActDuplicated  = "act_duplicated"
-	KindActUpdated     = "act_updated"
-	KindActFinalized   = "act_finalized"
-	KindFetchRequested = "fetch_requested"
-	KindValueAccepted  = "value_accepted"
-	KindFetchFailed    = "fetch_failed"
-	KindValueEdited    = "value_edited"
+	KindActCreated     HistoryKind = "act_created"
+	KindActDuplicated  HistoryKind = "act_duplicated"
+	KindActUpdated     HistoryKind = "act_updated"
+	KindActFinalized   HistoryKind = "act_finalized"
+	KindFetchRequested HistoryKind = "fetch_requested"
+	KindValueAccepted  HistoryKind = "value_accepted"
+	KindFetchFailed    HistoryKind = "fetch_failed"
+	KindValueEdited    HistoryKind = "value_edited"
 )
+
+// ActorType is who made a change (the ActorType enum of the spec).
+type ActorType string
 
 // Actor types.
 const (
-	ActorUser   = "user"
-	ActorApp    = "app"
-	ActorSystem = "system"
+	ActorUser   ActorType = "user"
+	ActorApp    ActorType = "app"
+	ActorSystem ActorType = "system"
 )
 
 // HistoryEntry is one entry of an act's history.
 type HistoryEntry struct {
 	TenantID       int64     `gorm:"primaryKey;autoIncrement:false"`
 	ID             int64     `gorm:"primaryKey;autoIncrement:false"`
-	ActUUID        string    `gorm:"not null"`
+	ActUUID        uuid.UUID `gorm:"not null"`
 	At             time.Time `gorm:"not null"`
-	ActorType      string    `gorm:"not null"`
+	ActorType      ActorType `gorm:"not null"`
 	ActorID        string    `gorm:"not null"`
 	ActorUserID    *int64
-	Kind           string `gorm:"not null"`
+	Kind           HistoryKind `gorm:"not null"`
 	DataPointID    *int64
-	FetchRequestID *string
+	FetchRequestID *uuid.UUID
 	OldValue       *string
 	NewValue       *string
 	Error          *string
@@ -111,7 +135,7 @@ func (HistoryEntry) TableName() string { return "act_history" }
 
 // Actor identifies who made a change.
 type Actor struct {
-	Type   string
+	Type   ActorType
 	ID     string
 	UserID *int64
 }
@@ -133,57 +157,120 @@ func AppActor(p *auth.Principal) Actor {
 // SystemActor is the service itself (built-in provider fields).
 var SystemActor = Actor{Type: ActorSystem, ID: "finsvc"}
 
-// FieldOptions decodes the snapshotted options (nil when the type has none).
-func (d *DataPoint) FieldOptions() (*fieldtype.Options, error) {
-	if d.Options == nil || *d.Options == "" || *d.Options == "null" {
-		return nil, nil
-	}
-	var o fieldtype.Options
-	if err := json.Unmarshal([]byte(*d.Options), &o); err != nil {
-		return nil, fmt.Errorf("acts: data point %d options: %w", d.ID, err)
-	}
-	return &o, nil
+// FetchRequest is a request to refresh data points (table fetch_requests).
+// Its id is a UUIDv7 (time-ordered, friendly to the primary key index).
+type FetchRequest struct {
+	TenantID            int64     `gorm:"primaryKey;autoIncrement:false"`
+	ID                  uuid.UUID `gorm:"primaryKey"`
+	ActUUID             uuid.UUID `gorm:"not null"`
+	RequestedByUserID   int64     `gorm:"not null"`
+	RequestedByClientID *string
+	RequestedAt         time.Time `gorm:"not null"`
+	ExpiresAt           time.Time `gorm:"not null"`
 }
 
-// Builtin reports whether the service fills the data point itself.
-func (d *DataPoint) Builtin() bool { return templates.IsBuiltin(d.Source) }
+// TableName pins the table.
+func (FetchRequest) TableName() string { return "fetch_requests" }
 
-// Refreshable reports whether a fetch request may select the data point
-// (built-in and external fields; manual ones are entered by people).
-func (d *DataPoint) Refreshable() bool { return d.External() || d.Builtin() }
+// Expired reports whether the request has expired at now: results must
+// arrive before expires_at.
+func (r *FetchRequest) Expired(now time.Time) bool { return expired(r.ExpiresAt, now) }
 
-// Fetch states of one field within one fetch request. Expired is never
-// stored: it is derived at read time from the request's expires_at.
+func expired(expiresAt, now time.Time) bool { return !now.Before(expiresAt) }
+
+// FieldState is the fetch state of one field within one fetch request (the
+// FieldFetchState enum of the spec).
+type FieldState string
+
+// Fetch states. Expired is never stored: it is derived at read time from the
+// request's expires_at (derivedState), so expiry needs no writer.
 const (
-	FetchAwaiting   = "awaiting"
-	FetchAccepted   = "accepted"
-	FetchFailed     = "failed"
-	FetchExpired    = "expired"
-	FetchSuperseded = "superseded"
+	FetchAwaiting   FieldState = "awaiting"
+	FetchAccepted   FieldState = "accepted"
+	FetchFailed     FieldState = "failed"
+	FetchExpired    FieldState = "expired"
+	FetchSuperseded FieldState = "superseded"
 )
+
+// derivedState is the state a stored field state reads as at now: an
+// awaiting field of an expired request reads as expired.
+func derivedState(stored FieldState, expiresAt, now time.Time) FieldState {
+	if stored == FetchAwaiting && expired(expiresAt, now) {
+		return FetchExpired
+	}
+	return stored
+}
+
+// FetchField is the state of one selected data point within one request
+// (table fetch_request_fields).
+type FetchField struct {
+	TenantID         int64      `gorm:"primaryKey;autoIncrement:false"`
+	FetchRequestID   uuid.UUID  `gorm:"primaryKey"`
+	DataPointID      int64      `gorm:"primaryKey;autoIncrement:false"`
+	External         bool       `gorm:"not null"`
+	State            FieldState `gorm:"not null"`
+	RevisionSnapshot int64      `gorm:"not null"`
+	// ResultValue is the accepted value (normalized), Error the reported
+	// failure: kept to recognise identical re-sends.
+	ResultValue *string
+	Error       *string
+	UpdatedAt   time.Time
+}
+
+// TableName pins the table.
+func (FetchField) TableName() string { return "fetch_request_fields" }
+
+// RequestStatus is a fetch request's status (the FetchRequestStatus enum of
+// the spec), derived from its fields' states.
+type RequestStatus string
+
+// Fetch request statuses.
+const (
+	RequestPending   RequestStatus = "pending"
+	RequestCompleted RequestStatus = "completed"
+	RequestExpired   RequestStatus = "expired"
+)
+
+// FetchView is a request with the state of each selected field, as of a
+// moment.
+type FetchView struct {
+	Request FetchRequest
+	Status  RequestStatus
+	Fields  []FetchFieldView
+}
+
+// FetchFieldView is one selected field with its derived state.
+type FetchFieldView struct {
+	DataPointID int64
+	Key         string
+	External    bool
+	State       FieldState
+	Error       *string
+}
+
+// requestStatus derives a request's status from its field states: pending
+// while a field awaits and the deadline has not passed, expired once it has,
+// completed when no field awaits.
+func requestStatus(r *FetchRequest, fields []FetchFieldView, now time.Time) RequestStatus {
+	for _, f := range fields {
+		if f.State == FetchAwaiting || f.State == FetchExpired {
+			if r.Expired(now) {
+				return RequestExpired
+			}
+			return RequestPending
+		}
+	}
+	return RequestCompleted
+}
 
 // FetchState is a data point's most recent fetch (the DataPointFetch of the
 // API), with expiry already derived.
 type FetchState struct {
 	DataPointID    int64
-	FetchRequestID string
-	State          string
+	FetchRequestID uuid.UUID
+	State          FieldState
 	Error          *string
 	ExpiresAt      time.Time
-}
-
-// Expired reports whether a request with deadline expiresAt has expired at
-// now. A request expires at expires_at (spec section 3): results must
-// arrive before it.
-func Expired(expiresAt, now time.Time) bool { return !now.Before(expiresAt) }
-
-// DerivedState is the state a stored field state reads as at now: an
-// awaiting field of an expired request reads as expired.
-func DerivedState(stored string, expiresAt, now time.Time) string {
-	if stored == FetchAwaiting && Expired(expiresAt, now) {
-		return FetchExpired
-	}
-	return stored
 }
 
 // Detail is an act with its data points (in position order) and each data

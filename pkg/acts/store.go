@@ -13,10 +13,11 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Store reads and changes acts. Every method expects the tenant in ctx; an
@@ -24,23 +25,19 @@ import (
 type Store struct {
 	DB     *db.DB
 	Outbox *outbox.Outbox
-	// Now is the clock (tests inject one). Nil means time.Now.
-	Now func() time.Time
+	// Window is a fetch request's lifetime, expires_at - requested_at
+	// (FINSVC_FETCH_WINDOW); zero means DefaultWindow.
+	Window time.Duration
+	// Clock is the one clock of the aggregate: every time it stores or
+	// compares (expiry) is read from it. Tests inject one to expire fetch
+	// requests.
+	Clock db.Clock
 }
 
 // NewStore returns a Store over d that records events in ob.
 func NewStore(d *db.DB, ob *outbox.Outbox) *Store { return &Store{DB: d, Outbox: ob} }
 
-// Clock returns the current time as stored: UTC, microsecond precision (what
-// PostgreSQL keeps), so that a value written and read back compares equal.
-func Clock(now func() time.Time) time.Time {
-	if now == nil {
-		now = time.Now
-	}
-	return now().UTC().Truncate(time.Microsecond)
-}
-
-func (s *Store) now() time.Time { return Clock(s.Now) }
+func (s *Store) now() time.Time { return s.Clock.Now() }
 
 func (s *Store) outbox() *outbox.Outbox {
 	if s.Outbox == nil {
@@ -58,18 +55,11 @@ func ErrNotEditable(a *Act) error {
 
 func notFound() error { return apperr.E(apperr.NotFound, "act not found") }
 
-// validUUID guards lookups: a malformed uuid can never name an act (and
-// PostgreSQL would reject it with an error rather than no rows).
-func validUUID(s string) bool { _, err := uuid.Parse(s); return err == nil }
-
 // Lock loads the act for a change inside tx, holding its row lock until tx
 // ends (FOR UPDATE on PostgreSQL; on SQLite the transaction already holds
 // the write lock). Every writer of an act or its data points takes this
 // lock first, so checks made under it stay true until commit.
-func Lock(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID string) (*Act, error) {
-	if !validUUID(actUUID) {
-		return nil, notFound()
-	}
+func Lock(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID uuid.UUID) (*Act, error) {
 	var a Act
 	res := d.ForUpdate(tenant.Scope(ctx, tx)).Where("uuid = ?", actUUID).Limit(1).Find(&a)
 	if res.Error != nil {
@@ -84,7 +74,7 @@ func Lock(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID string) (*Act, err
 // LockEditable is Lock for writers that change the act or its data: it
 // also enforces the editability rule (drafts only), with the 400 every such
 // writer answers for a final act.
-func LockEditable(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID string) (*Act, error) {
+func LockEditable(ctx context.Context, d *db.DB, tx *gorm.DB, actUUID uuid.UUID) (*Act, error) {
 	a, err := Lock(ctx, d, tx, actUUID)
 	if err != nil {
 		return nil, err
@@ -130,7 +120,7 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 		fields := tpl.Fields
 		now := s.now()
 		a := Act{
-			TenantID: tenant.ID(ctx), UUID: uuid.NewString(), ClientID: clientID, TemplateID: templateID,
+			TenantID: tenant.ID(ctx), UUID: uuid.New(), ClientID: clientID, TemplateID: templateID,
 			Title: title, Status: StatusDraft, CreatedAt: now, UpdatedAt: now,
 		}
 		if err := tx.Create(&a).Error; err != nil {
@@ -140,7 +130,7 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 		for i, f := range fields {
 			dps[i] = DataPoint{
 				ActUUID: a.UUID, TemplateFieldID: f.ID, Position: f.Position, Key: f.Key, Name: f.Name,
-				Type: f.Type, Source: f.Source, Options: f.Options, UpdatedAt: now,
+				Type: fieldtype.Type(f.Type), Source: f.Source, Options: f.Options, UpdatedAt: now,
 			}
 			if dps[i].Builtin() {
 				if v, err := BuiltinValue(&dps[i], c, &a); err == nil {
@@ -187,11 +177,8 @@ func insertDataPoints(ctx context.Context, tx *gorm.DB, dps []DataPoint) error {
 
 // Get returns the act with its data points and their most recent fetch, in
 // three queries whatever the number of data points.
-func (s *Store) Get(ctx context.Context, actUUID string) (_ *Detail, err error) {
+func (s *Store) Get(ctx context.Context, actUUID uuid.UUID) (_ *Detail, err error) {
 	defer apperr.Wrap(&err, "acts.Get(%s)", actUUID)
-	if !validUUID(actUUID) {
-		return nil, notFound()
-	}
 	var a Act
 	res := tenant.Scope(ctx, s.DB.DB).Where("uuid = ?", actUUID).Limit(1).Find(&a)
 	if res.Error != nil {
@@ -208,7 +195,7 @@ func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error)
 	if err := tenant.Scope(ctx, q).Where("act_uuid = ?", a.UUID).Order("position, id").Find(&d.Data).Error; err != nil {
 		return nil, fmt.Errorf("load data points: %w", err)
 	}
-	f, err := LatestFetch(ctx, q, a.UUID, nil, s.now())
+	f, err := latestFetch(ctx, q, a.UUID, nil, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -216,15 +203,15 @@ func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error)
 	return d, nil
 }
 
-// LatestFetch returns, in one query, the most recent fetch of each data
+// latestFetch returns, in one query, the most recent fetch of each data
 // point of the act (only of ids, when given) with expiry derived at now. It
 // follows each data point's last_fetch_request_id, so its cost does not grow
 // with the act's fetch history.
-func LatestFetch(ctx context.Context, q *gorm.DB, actUUID string, ids []int64, now time.Time) (map[int64]*FetchState, error) {
+func latestFetch(ctx context.Context, q *gorm.DB, actUUID uuid.UUID, ids []int64, now time.Time) (map[int64]*FetchState, error) {
 	type row struct {
 		DataPointID    int64
-		FetchRequestID string
-		State          string
+		FetchRequestID uuid.UUID
+		State          FieldState
 		Error          *string
 		ExpiresAt      time.Time
 	}
@@ -245,7 +232,7 @@ func LatestFetch(ctx context.Context, q *gorm.DB, actUUID string, ids []int64, n
 	for _, r := range rows {
 		out[r.DataPointID] = &FetchState{
 			DataPointID: r.DataPointID, FetchRequestID: r.FetchRequestID,
-			State: DerivedState(r.State, r.ExpiresAt, now), Error: r.Error, ExpiresAt: r.ExpiresAt.UTC(),
+			State: derivedState(r.State, r.ExpiresAt, now), Error: r.Error, ExpiresAt: r.ExpiresAt.UTC(),
 		}
 	}
 	return out, nil
@@ -254,7 +241,7 @@ func LatestFetch(ctx context.Context, q *gorm.DB, actUUID string, ids []int64, n
 // Filter narrows List.
 type Filter struct {
 	ClientID *int64
-	Status   *string
+	Status   *Status
 }
 
 // List returns a page of acts, newest first, and the total matching.
@@ -280,7 +267,7 @@ func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, t
 }
 
 // Update changes a draft act's title.
-func (s *Store) Update(ctx context.Context, p *auth.Principal, actUUID, title string) (_ *Detail, err error) {
+func (s *Store) Update(ctx context.Context, p *auth.Principal, actUUID uuid.UUID, title string) (_ *Detail, err error) {
 	defer apperr.Wrap(&err, "acts.Update(%s)", actUUID)
 	var out *Detail
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -306,7 +293,7 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, actUUID, title st
 
 // Finalize moves a draft to final. A final act is no longer editable;
 // finalizing one again is a 400 with errors.status.
-func (s *Store) Finalize(ctx context.Context, p *auth.Principal, actUUID string) (_ *Detail, err error) {
+func (s *Store) Finalize(ctx context.Context, p *auth.Principal, actUUID uuid.UUID) (_ *Detail, err error) {
 	defer apperr.Wrap(&err, "acts.Finalize(%s)", actUUID)
 	var out *Detail
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
@@ -338,11 +325,8 @@ func (s *Store) Finalize(ctx context.Context, p *auth.Principal, actUUID string)
 // 0, fetch states are not copied). It emits act.duplicated, never
 // act.created. Any act, draft or final, may be duplicated: duplicating a
 // final act is how a new evaluation starts from the last one.
-func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID string) (_ *Detail, err error) {
+func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID uuid.UUID) (_ *Detail, err error) {
 	defer apperr.Wrap(&err, "acts.Duplicate(%s)", actUUID)
-	if !validUUID(actUUID) {
-		return nil, notFound()
-	}
 	var out *Detail
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		var src Act
@@ -359,7 +343,7 @@ func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID string
 		}
 		now := s.now()
 		a := Act{
-			TenantID: src.TenantID, UUID: uuid.NewString(), ClientID: src.ClientID, TemplateID: src.TemplateID,
+			TenantID: src.TenantID, UUID: uuid.New(), ClientID: src.ClientID, TemplateID: src.TemplateID,
 			Title: src.Title, Status: StatusDraft, CreatedAt: now, UpdatedAt: now,
 		}
 		if err := tx.Create(&a).Error; err != nil {
@@ -385,7 +369,7 @@ func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID string
 		}
 		_, err = s.outbox().Emit(ctx, tx, outbox.Event{
 			Kind: outbox.ActDuplicated, OccurredAt: now,
-			Data: models.ActDuplicatedPayload{Act: wire, SourceActUuid: uuid.MustParse(src.UUID)},
+			Data: models.ActDuplicatedPayload{Act: wire, SourceActUuid: src.UUID},
 		})
 		return err
 	})
@@ -394,7 +378,7 @@ func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID string
 
 // Delete removes a draft act with its data points, history and fetch
 // requests. A final act is a 400 with errors.status.
-func (s *Store) Delete(ctx context.Context, actUUID string) (err error) {
+func (s *Store) Delete(ctx context.Context, actUUID uuid.UUID) (err error) {
 	defer apperr.Wrap(&err, "acts.Delete(%s)", actUUID)
 	return s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		a, err := Lock(ctx, s.DB, tx, actUUID)
@@ -407,32 +391,6 @@ func (s *Store) Delete(ctx context.Context, actUUID string) (err error) {
 		}
 		return tenant.Scope(ctx, tx).Where("uuid = ?", a.UUID).Delete(&Act{}).Error
 	})
-}
-
-// History returns a page of the act's history, oldest first.
-func (s *Store) History(ctx context.Context, actUUID string, pg page.Request) (_ []HistoryEntry, total int64, err error) {
-	defer apperr.Wrap(&err, "acts.History(%s)", actUUID)
-	if !validUUID(actUUID) {
-		return nil, 0, notFound()
-	}
-	var n int64
-	if err := tenant.Scope(ctx, s.DB.DB.Model(&Act{})).Where("uuid = ?", actUUID).Count(&n).Error; err != nil {
-		return nil, 0, err
-	}
-	if n == 0 {
-		return nil, 0, notFound()
-	}
-	q := tenant.Scope(ctx, s.DB.DB.Model(&HistoryEntry{})).Where("act_uuid = ?", actUUID)
-	if err := q.Count(&total).Error; err != nil {
-		return nil, 0, err
-	}
-	var out []HistoryEntry
-	if !pg.Beyond(total) {
-		if err := q.Order("id").Offset(pg.Offset()).Limit(pg.Limit).Find(&out).Error; err != nil {
-			return nil, 0, err
-		}
-	}
-	return out, total, nil
 }
 
 // LatestForClient returns the client's newest act by created_at. A missing

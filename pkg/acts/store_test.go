@@ -11,10 +11,10 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 func count(t *testing.T, d *gorm.DB, table string) int64 {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/google/uuid"
-
 	"github.com/finsvc/finsvc/gen/models"
 )
 
@@ -47,12 +45,8 @@ func APIDataPoint(d *DataPoint, f *FetchState) (models.DataPoint, error) {
 		UpdatedAt:         d.UpdatedAt.UTC(),
 	}
 	if f != nil {
-		id, err := uuid.Parse(f.FetchRequestID)
-		if err != nil {
-			return models.DataPoint{}, fmt.Errorf("acts: fetch request id %q: %w", f.FetchRequestID, err)
-		}
 		out.Fetch = &models.DataPointFetch{
-			FetchRequestId: id,
+			FetchRequestId: f.FetchRequestID,
 			State:          models.FieldFetchState(f.State),
 			Error:          f.Error,
 			ExpiresAt:      f.ExpiresAt.UTC(),
@@ -62,23 +56,16 @@ func APIDataPoint(d *DataPoint, f *FetchState) (models.DataPoint, error) {
 }
 
 // APISummary renders an act without data points.
-func APISummary(a *Act) (models.ActSummary, error) {
-	id, err := uuid.Parse(a.UUID)
-	if err != nil {
-		return models.ActSummary{}, fmt.Errorf("acts: act uuid %q: %w", a.UUID, err)
-	}
+func APISummary(a *Act) models.ActSummary {
 	return models.ActSummary{
-		Uuid: id, ClientId: a.ClientID, TemplateId: a.TemplateID, Title: a.Title,
+		Uuid: a.UUID, ClientId: a.ClientID, TemplateId: a.TemplateID, Title: a.Title,
 		Status: models.ActStatus(a.Status), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC(),
-	}, nil
+	}
 }
 
 // API renders the act with its data points.
 func (d *Detail) API() (models.Act, error) {
-	s, err := APISummary(&d.Act)
-	if err != nil {
-		return models.Act{}, err
-	}
+	s := APISummary(&d.Act)
 	out := models.Act{
 		Uuid: s.Uuid, ClientId: s.ClientId, TemplateId: s.TemplateId, Title: s.Title,
 		Status: s.Status, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
@@ -95,19 +82,12 @@ func (d *Detail) API() (models.Act, error) {
 }
 
 // APIHistory renders a history entry.
-func APIHistory(h *HistoryEntry) (models.HistoryEntry, error) {
-	out := models.HistoryEntry{
+func APIHistory(h *HistoryEntry) models.HistoryEntry {
+	return models.HistoryEntry{
 		Id: h.ID, At: h.At.UTC(),
 		Actor:       models.Actor{Type: models.ActorType(h.ActorType), Id: h.ActorID, UserId: h.ActorUserID},
 		Kind:        models.HistoryKind(h.Kind),
-		DataPointId: h.DataPointID, OldValue: h.OldValue, NewValue: h.NewValue, Error: h.Error,
+		DataPointId: h.DataPointID, FetchRequestId: h.FetchRequestID,
+		OldValue: h.OldValue, NewValue: h.NewValue, Error: h.Error,
 	}
-	if h.FetchRequestID != nil {
-		id, err := uuid.Parse(*h.FetchRequestID)
-		if err != nil {
-			return models.HistoryEntry{}, fmt.Errorf("acts: history fetch request id: %w", err)
-		}
-		out.FetchRequestId = &id
-	}
-	return out, nil
 }

@@ -26,11 +26,11 @@ import (
 
 	"github.com/finsvc/finsvc/gen/apiclient"
 	"github.com/finsvc/finsvc/gen/models"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
@@ -42,11 +42,15 @@ type Env struct {
 	T      testing.TB
 	DB     *db.DB
 	Config *config.Config
-	Deps   httpapi.Deps
+	// App is the service under test, built by app.New like production's;
+	// its background work (deliveries, janitor, token cache listener) runs
+	// only if the test calls App.Start.
+	App    *app.App
 	Server *httptest.Server
 	Tokens *Tokens
 
-	depsHooks []func(*httpapi.Deps)
+	appOpts  []app.Option
+	realAuth bool
 }
 
 // Option adjusts the server before it starts.
@@ -58,10 +62,21 @@ func WithDB(d *db.DB) Option { return func(e *Env) { e.DB = d } }
 // WithConfig adjusts the configuration.
 func WithConfig(fn func(*config.Config)) Option { return func(e *Env) { fn(e.Config) } }
 
-// WithDeps adjusts the server's dependencies (after the defaults are set).
-func WithDeps(fn func(*httpapi.Deps)) Option {
-	return func(e *Env) { e.depsHooks = append(e.depsHooks, fn) }
+// WithApp passes opts to app.New after the harness's own (WithDB, a test
+// logger, an uncached tenant resolver and Tokens as the authenticator), so
+// that they replace those: app.WithDB(counted) serves through a
+// query-counting handle while the harness seeds through Env.DB.
+func WithApp(opts ...app.Option) Option {
+	return func(e *Env) { e.appOpts = append(e.appOpts, opts...) }
 }
+
+// WithOAuth checks bearer tokens with the real OAuth service (App.OAuth())
+// instead of the in-memory Tokens.
+func WithOAuth() Option { return func(e *Env) { e.realAuth = true } }
+
+// WithTokens uses k as the in-memory authenticator (a test may wrap it and
+// give the wrapper to app.WithAuthenticator).
+func WithTokens(k *Tokens) Option { return func(e *Env) { e.Tokens = k } }
 
 // New starts a server over a fresh SQLite database (or WithDB's).
 func New(t testing.TB, opts ...Option) *Env {
@@ -77,22 +92,22 @@ func New(t testing.TB, opts ...Option) *Env {
 	if e.DB == nil {
 		e.DB = testdb.SQLite(t)
 	}
-	e.Deps = httpapi.Deps{
-		DB:     e.DB,
-		Config: e.Config,
-		Logger: testdb.Logger(),
+	base := []app.Option{
+		app.WithDB(e.DB),
+		app.WithLogger(testdb.Logger()),
 		// The real resolver, uncached so that tenants created mid-test resolve.
-		Tenants: tenant.NewStore(e.DB, tenant.WithCacheTTL(0)),
-		Auth:    e.Tokens,
+		app.WithTenants(tenant.NewStore(e.DB, tenant.WithCacheTTL(0))),
 	}
-	for _, h := range e.depsHooks {
-		h(&e.Deps)
+	if !e.realAuth {
+		base = append(base, app.WithAuthenticator(e.Tokens))
 	}
-	h, err := httpapi.New(e.Deps)
+	a, err := app.New(e.Config, append(base, e.appOpts...)...)
 	if err != nil {
 		t.Fatalf("apitest: build server: %v", err)
 	}
-	e.Server = httptest.NewServer(h)
+	e.App = a
+	t.Cleanup(func() { _ = a.Close() }) // after the server's close (cleanups run last first)
+	e.Server = httptest.NewServer(a.Handler())
 	t.Cleanup(e.Server.Close)
 	return e
 }
@@ -292,7 +307,7 @@ func (k *Tokens) Issue(p *auth.Principal) string {
 // Revoke forgets tok.
 func (k *Tokens) Revoke(tok string) { k.mu.Lock(); delete(k.m, tok); k.mu.Unlock() }
 
-// AuthenticateBearer implements httpapi.Authenticator.
+// AuthenticateBearer checks tok against the issued tokens.
 func (k *Tokens) AuthenticateBearer(_ context.Context, tok string) (*auth.Principal, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -1,6 +1,7 @@
 // Package auth defines the authenticated principal of an API call and the
-// role and scope rules of DESIGN section 3. The OAuth bearer middleware fills
-// a Principal; handlers ask it for permission through Require.
+// rule that combines token scopes with user roles (Principal.Permit). The
+// bearer middleware fills a Principal; the HTTP layer's authorization
+// middleware applies the rule with each operation's scopes from the spec.
 package auth
 
 import (
@@ -96,14 +97,22 @@ func (p *Principal) roleAllows(a Action) bool {
 	return false
 }
 
-// Require checks that the token has scope and the user's role allows a.
-// Both are needed (DESIGN section 3); failing either is a 403.
-func (p *Principal) Require(scope string, a Action) error {
-	if !p.HasScope(scope) {
-		return apperr.Ef(apperr.Forbidden, "token lacks the %s scope", scope)
+// Permit is the permission rule: the token must carry every scope in scopes
+// and the user's role must allow a. Both are needed (the scopes say what the
+// app may do, the role what the user may); failing either is a 403. doing
+// names the action in the refusal ("list users"); empty means "perform this
+// action".
+func (p *Principal) Permit(scopes []string, a Action, doing string) error {
+	for _, s := range scopes {
+		if !p.HasScope(s) {
+			return apperr.Ef(apperr.Forbidden, "token lacks the %s scope", s)
+		}
 	}
 	if !p.roleAllows(a) {
-		return apperr.Ef(apperr.Forbidden, "role %s may not perform this action", p.Role)
+		if doing == "" {
+			doing = "perform this action"
+		}
+		return apperr.Ef(apperr.Forbidden, "role %s may not %s", p.Role, doing)
 	}
 	return nil
 }
@@ -121,12 +130,13 @@ func FromContext(ctx context.Context) (*Principal, bool) {
 	return p, ok && p != nil
 }
 
-// Require is the handler-side check: the principal in ctx must have scope and
-// a role allowing a. Without a principal the call is unauthenticated.
-func Require(ctx context.Context, scope string, a Action) (*Principal, error) {
+// MustFromContext returns the principal in ctx and panics without one: for
+// code that runs only behind the authorization middleware, which refuses a
+// call without a principal before it gets there.
+func MustFromContext(ctx context.Context) *Principal {
 	p, ok := FromContext(ctx)
 	if !ok {
-		return nil, apperr.E(apperr.Unauthenticated, "authentication required")
+		panic("auth: no principal in the context")
 	}
-	return p, p.Require(scope, a)
+	return p
 }

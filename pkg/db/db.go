@@ -80,10 +80,9 @@ func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger)
 	}
 	cfg := &gorm.Config{
 		Logger: newGormLogger(logger, slowQueryThreshold),
-		// Store UTC, truncated to what PostgreSQL keeps, so a time written
-		// and read back compares equal on both dialects and SQLite's text
-		// timestamps sort chronologically.
-		NowFunc: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		// The times GORM fills itself (created_at, updated_at) are stored
+		// like every other.
+		NowFunc: Clock(nil).Now,
 		// Constraint errors are inspected with IsUniqueViolation and
 		// friends; keep the driver errors intact.
 		TranslateError: false,

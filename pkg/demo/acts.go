@@ -5,9 +5,8 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/fetch"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Demo acts: a draft credit review with some values entered (ready for a
@@ -49,21 +48,21 @@ func seedActs(s *Seeder) error {
 	ctx := auth.NewContext(s.Ctx, p)
 	ob := &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: s.Config.WebhookAllowPrivate}}
 	store := acts.NewStore(s.DB, ob)
-	svc := &fetch.Service{DB: s.DB, Outbox: ob, Window: s.Config.FetchWindow}
+	store.Window = s.Config.FetchWindow
 	for _, da := range demoActs {
 		a, err := store.Create(ctx, p, s.Clients[da.client].ID, s.Templates[da.template].ID, da.title)
 		if err != nil {
 			return fmt.Errorf("act %q: %w", da.title, err)
 		}
 		if len(da.values) > 0 {
-			w := fetch.Write{}
+			w := acts.DataWrite{}
 			for _, d := range a.Data {
 				if v, ok := da.values[d.Key]; ok {
 					id, v := d.ID, v
-					w.Items = append(w.Items, fetch.Item{ID: &id, Value: &v})
+					w.Items = append(w.Items, acts.DataItem{ID: &id, Value: &v})
 				}
 			}
-			if _, err := svc.Apply(ctx, a.Act.UUID, w); err != nil {
+			if _, err := store.WriteData(ctx, p, a.Act.UUID, w); err != nil {
 				return fmt.Errorf("act %q values: %w", da.title, err)
 			}
 		}

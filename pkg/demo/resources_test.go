@@ -38,7 +38,7 @@ func TestSeedTemplatesAndClients(t *testing.T) {
 		if cr.Name != "Credit review" {
 			t.Fatalf("first template %q", cr.Name)
 		}
-		sources := map[string]int{}
+		sources := map[templates.Source]int{}
 		hasTable := false
 		for _, f := range cr.Fields {
 			sources[f.Source]++

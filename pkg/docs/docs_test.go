@@ -14,17 +14,12 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/pkg/apitest"
-	"github.com/finsvc/finsvc/pkg/docs"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 )
 
 func newEnv(t *testing.T) *apitest.Env {
-	return apitest.New(t, apitest.WithDeps(func(d *httpapi.Deps) {
-		d.Routes = append(d.Routes, func(e *echo.Echo) { docs.Register(e) })
-	}))
+	return apitest.New(t)
 }
 
 func TestDocsPageAndAssets(t *testing.T) {

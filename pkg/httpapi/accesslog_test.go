@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/finsvc/finsvc/pkg/apitest"
-	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/app"
 )
 
 type syncBuffer struct {
@@ -42,9 +42,7 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 // status and latency, and never the token or the query string.
 func TestAccessLog(t *testing.T) {
 	var buf syncBuffer
-	env := apitest.New(t, apitest.WithDeps(func(d *httpapi.Deps) {
-		d.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
-	}))
+	env := apitest.New(t, apitest.WithApp(app.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil)))))
 	acme := env.Tenant("acme")
 	tok := acme.AdminToken()
 

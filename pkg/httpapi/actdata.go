@@ -3,28 +3,23 @@ package httpapi
 import (
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
-	"github.com/finsvc/finsvc/pkg/fetch"
+	"github.com/finsvc/finsvc/pkg/auth"
 )
 
 // The act data PUTs: correlated results of a fetch request, or ordinary
 // edits without fetch_request_id (spec sections 3 and 4; the rules and their
-// order are documented on fetch.Service.Apply). The request validator has
+// order are documented on acts.Store.WriteData). The request validator has
 // already turned schema-level value problems on these routes (an error
 // over 1,000 characters) into 422s.
 
 func (h *Handlers) PutActDataPoint(ctx context.Context, req apiserver.PutActDataPointRequestObject) (apiserver.PutActDataPointResponseObject, error) {
+	p := auth.MustFromContext(ctx)
 	b := req.Body
-	w := fetch.Write{DataID: &req.DataId, Items: []fetch.Item{{Value: b.Value, Error: b.Error}}}
-	if b.FetchRequestId != nil {
-		s := b.FetchRequestId.String()
-		w.FetchRequestID = &s
-	}
-	res, err := h.fetchService().Apply(ctx, req.ActUuid.String(), w)
+	w := acts.DataWrite{FetchRequestID: b.FetchRequestId, DataID: &req.DataId, Items: []acts.DataItem{{Value: b.Value, Error: b.Error}}}
+	res, err := h.svc.Acts.WriteData(ctx, p, req.ActUuid, w)
 	if err != nil {
 		return nil, err
 	}
@@ -36,25 +31,18 @@ func (h *Handlers) PutActDataPoint(ctx context.Context, req apiserver.PutActData
 }
 
 func (h *Handlers) PutActData(ctx context.Context, req apiserver.PutActDataRequestObject) (apiserver.PutActDataResponseObject, error) {
+	p := auth.MustFromContext(ctx)
 	b := req.Body
-	w := fetch.Write{Items: make([]fetch.Item, len(b.Data))}
+	w := acts.DataWrite{FetchRequestID: b.FetchRequestId, Items: make([]acts.DataItem, len(b.Data))}
 	for i, it := range b.Data {
-		w.Items[i] = fetch.Item{ID: it.Id, TemplateFieldID: it.TemplateFieldId, TemplateFieldKey: it.TemplateFieldKey,
+		w.Items[i] = acts.DataItem{ID: it.Id, TemplateFieldID: it.TemplateFieldId, TemplateFieldKey: it.TemplateFieldKey,
 			Value: it.Value, Error: it.Error}
 	}
-	if b.FetchRequestId != nil {
-		s := b.FetchRequestId.String()
-		w.FetchRequestID = &s
-	}
-	res, err := h.fetchService().Apply(ctx, req.ActUuid.String(), w)
+	res, err := h.svc.Acts.WriteData(ctx, p, req.ActUuid, w)
 	if err != nil {
 		return nil, err
 	}
-	out := apiserver.PutActData200JSONResponse{Data: make([]models.DataPoint, len(res.Data))}
-	if res.FetchRequestID != nil {
-		id := uuid.MustParse(*res.FetchRequestID)
-		out.FetchRequestId = &id
-	}
+	out := apiserver.PutActData200JSONResponse{FetchRequestId: res.FetchRequestID, Data: make([]models.DataPoint, len(res.Data))}
 	for i := range res.Data {
 		d, err := acts.APIDataPoint(&res.Data[i], res.Fetch[res.Data[i].ID])
 		if err != nil {

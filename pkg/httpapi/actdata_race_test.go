@@ -10,7 +10,7 @@ import (
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/apitest"
-	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // checkInvariants reads an act and its whole history after a race and

@@ -13,7 +13,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 const testWindow = 30 * time.Minute

@@ -2,74 +2,43 @@ package httpapi
 
 import (
 	"context"
-	"time"
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/page"
 )
 
-// Acts: CRUD, finalize, duplicate, history and a client's latest act
-// (DESIGN section 4). Reads need acts:read; changes need acts:write and a
-// member or admin role. Only drafts change: a change to a final act is a
-// 400 with errors.status.
-
-// eventOutbox is the outbox the acts and fetch flow write events to.
-func (h *Handlers) eventOutbox() *outbox.Outbox {
-	if h.deps.Outbox != nil {
-		return h.deps.Outbox
-	}
-	return &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: h.deps.Config.WebhookAllowPrivate}}
-}
-
-func (h *Handlers) clock() func() time.Time {
-	if h.deps.Now != nil {
-		return h.deps.Now
-	}
-	return time.Now
-}
-
-func (h *Handlers) actStore() *acts.Store {
-	return &acts.Store{DB: h.deps.DB, Outbox: h.eventOutbox(), Now: h.clock()}
-}
+// Acts: CRUD, finalize, duplicate, history and a client's latest act.
+// Reads need acts:read; changes need acts:write and a member or admin role
+// (enforced before these run, authorize.go). Only drafts change: a change to
+// a final act is a 400 with errors.status.
 
 func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestObject) (apiserver.ListActsResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
-		return nil, err
-	}
 	pg, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
 	f := acts.Filter{ClientID: req.Params.ClientId}
 	if req.Params.Status != nil {
-		s := string(*req.Params.Status)
+		s := acts.Status(*req.Params.Status)
 		f.Status = &s
 	}
-	list, total, err := h.actStore().List(ctx, f, pg)
+	list, total, err := h.svc.Acts.List(ctx, f, pg)
 	if err != nil {
 		return nil, err
 	}
 	out := apiserver.ListActs200JSONResponse{Data: make([]models.ActSummary, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
-		s, err := acts.APISummary(&list[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, s)
+		out.Data = append(out.Data, acts.APISummary(&list[i]))
 	}
 	return out, nil
 }
 
 func (h *Handlers) CreateAct(ctx context.Context, req apiserver.CreateActRequestObject) (apiserver.CreateActResponseObject, error) {
-	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
-	if err != nil {
-		return nil, err
-	}
-	d, err := h.actStore().Create(ctx, p, req.Body.ClientId, req.Body.TemplateId, req.Body.Title)
+	p := auth.MustFromContext(ctx)
+	d, err := h.svc.Acts.Create(ctx, p, req.Body.ClientId, req.Body.TemplateId, req.Body.Title)
 	if err != nil {
 		return nil, err
 	}
@@ -78,10 +47,7 @@ func (h *Handlers) CreateAct(ctx context.Context, req apiserver.CreateActRequest
 }
 
 func (h *Handlers) GetAct(ctx context.Context, req apiserver.GetActRequestObject) (apiserver.GetActResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
-		return nil, err
-	}
-	d, err := h.actStore().Get(ctx, req.ActUuid.String())
+	d, err := h.svc.Acts.Get(ctx, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +56,8 @@ func (h *Handlers) GetAct(ctx context.Context, req apiserver.GetActRequestObject
 }
 
 func (h *Handlers) UpdateAct(ctx context.Context, req apiserver.UpdateActRequestObject) (apiserver.UpdateActResponseObject, error) {
-	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
-	if err != nil {
-		return nil, err
-	}
-	d, err := h.actStore().Update(ctx, p, req.ActUuid.String(), req.Body.Title)
+	p := auth.MustFromContext(ctx)
+	d, err := h.svc.Acts.Update(ctx, p, req.ActUuid, req.Body.Title)
 	if err != nil {
 		return nil, err
 	}
@@ -103,21 +66,15 @@ func (h *Handlers) UpdateAct(ctx context.Context, req apiserver.UpdateActRequest
 }
 
 func (h *Handlers) DeleteAct(ctx context.Context, req apiserver.DeleteActRequestObject) (apiserver.DeleteActResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write); err != nil {
-		return nil, err
-	}
-	if err := h.actStore().Delete(ctx, req.ActUuid.String()); err != nil {
+	if err := h.svc.Acts.Delete(ctx, req.ActUuid); err != nil {
 		return nil, err
 	}
 	return apiserver.DeleteAct204Response{}, nil
 }
 
 func (h *Handlers) FinalizeAct(ctx context.Context, req apiserver.FinalizeActRequestObject) (apiserver.FinalizeActResponseObject, error) {
-	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
-	if err != nil {
-		return nil, err
-	}
-	d, err := h.actStore().Finalize(ctx, p, req.ActUuid.String())
+	p := auth.MustFromContext(ctx)
+	d, err := h.svc.Acts.Finalize(ctx, p, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +83,8 @@ func (h *Handlers) FinalizeAct(ctx context.Context, req apiserver.FinalizeActReq
 }
 
 func (h *Handlers) DuplicateAct(ctx context.Context, req apiserver.DuplicateActRequestObject) (apiserver.DuplicateActResponseObject, error) {
-	p, err := auth.Require(ctx, auth.ScopeActsWrite, auth.Write)
-	if err != nil {
-		return nil, err
-	}
-	d, err := h.actStore().Duplicate(ctx, p, req.ActUuid.String())
+	p := auth.MustFromContext(ctx)
+	d, err := h.svc.Acts.Duplicate(ctx, p, req.ActUuid)
 	if err != nil {
 		return nil, err
 	}
@@ -139,33 +93,23 @@ func (h *Handlers) DuplicateAct(ctx context.Context, req apiserver.DuplicateActR
 }
 
 func (h *Handlers) ListActHistory(ctx context.Context, req apiserver.ListActHistoryRequestObject) (apiserver.ListActHistoryResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
-		return nil, err
-	}
 	pg, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.actStore().History(ctx, req.ActUuid.String(), pg)
+	list, total, err := h.svc.Acts.History(ctx, req.ActUuid, pg)
 	if err != nil {
 		return nil, err
 	}
 	out := apiserver.ListActHistory200JSONResponse{Data: make([]models.HistoryEntry, 0, len(list)), Meta: pg.Meta(total)}
 	for i := range list {
-		e, err := acts.APIHistory(&list[i])
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, e)
+		out.Data = append(out.Data, acts.APIHistory(&list[i]))
 	}
 	return out, nil
 }
 
 func (h *Handlers) GetLatestClientAct(ctx context.Context, req apiserver.GetLatestClientActRequestObject) (apiserver.GetLatestClientActResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeActsRead, auth.Read); err != nil {
-		return nil, err
-	}
-	d, err := h.actStore().LatestForClient(ctx, req.Id)
+	d, err := h.svc.Acts.LatestForClient(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/templates"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 func ip(i int) *int { return &i }
@@ -121,7 +121,7 @@ func TestActLifecycle(t *testing.T) {
 		}
 		for i, d := range a.Data {
 			want := actFields[i]
-			if d.TemplateFieldKey != want.Key || string(d.Source) != want.Source || d.TemplateFieldId != f.tpl.Fields[i].ID ||
+			if d.TemplateFieldKey != want.Key || templates.Source(d.Source) != want.Source || d.TemplateFieldId != f.tpl.Fields[i].ID ||
 				d.ExternalDataField != (want.Source == templates.SourceExternalData) || d.Fetch != nil || d.Revision != 0 {
 				t.Errorf("data point %d = %+v, want key %s source %s", i, d, want.Key, want.Source)
 			}

@@ -5,27 +5,20 @@ import (
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
-	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/page"
 )
 
-// Clients: GET /clients (spec), GET /clients/{id} (spec), and our POST,
-// PATCH and DELETE (DESIGN section 4). Viewers read; members and admins
-// write; tokens need clients:read or clients:write.
-
-func (h *Handlers) clientStore() *clients.Store { return clients.NewStore(h.deps.DB) }
+// Clients: list, get, create, change, delete. Viewers read; members and
+// admins write; tokens need clients:read or clients:write (authorize.go).
 
 // ListClients is GET /clients: one COUNT plus one page query.
 func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsRequestObject) (apiserver.ListClientsResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeClientsRead, auth.Read); err != nil {
-		return nil, err
-	}
 	p, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.clientStore().List(ctx, p)
+	list, total, err := h.svc.Clients.List(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -38,10 +31,7 @@ func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsReq
 
 // GetClient is GET /clients/{id}.
 func (h *Handlers) GetClient(ctx context.Context, req apiserver.GetClientRequestObject) (apiserver.GetClientResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeClientsRead, auth.Read); err != nil {
-		return nil, err
-	}
-	c, err := h.clientStore().Get(ctx, nil, req.Id)
+	c, err := h.svc.Clients.Get(ctx, nil, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -50,11 +40,8 @@ func (h *Handlers) GetClient(ctx context.Context, req apiserver.GetClientRequest
 
 // CreateClient is POST /clients.
 func (h *Handlers) CreateClient(ctx context.Context, req apiserver.CreateClientRequestObject) (apiserver.CreateClientResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeClientsWrite, auth.Write); err != nil {
-		return nil, err
-	}
 	b := req.Body
-	c, err := h.clientStore().Create(ctx, clients.Input{
+	c, err := h.svc.Clients.Create(ctx, clients.Input{
 		CompanyName: b.CompanyName, OrgNumber: b.OrgNumber, Country: b.Country, CreditLimit: b.CreditLimit,
 	})
 	if err != nil {
@@ -65,11 +52,8 @@ func (h *Handlers) CreateClient(ctx context.Context, req apiserver.CreateClientR
 
 // UpdateClient is PATCH /clients/{id}: only the fields sent change.
 func (h *Handlers) UpdateClient(ctx context.Context, req apiserver.UpdateClientRequestObject) (apiserver.UpdateClientResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeClientsWrite, auth.Write); err != nil {
-		return nil, err
-	}
 	b := req.Body
-	c, err := h.clientStore().Update(ctx, req.Id, clients.Patch{
+	c, err := h.svc.Clients.Update(ctx, req.Id, clients.Patch{
 		CompanyName: b.CompanyName, OrgNumber: b.OrgNumber, Country: b.Country, CreditLimit: b.CreditLimit,
 	})
 	if err != nil {
@@ -81,10 +65,7 @@ func (h *Handlers) UpdateClient(ctx context.Context, req apiserver.UpdateClientR
 // DeleteClient is DELETE /clients/{id}; refused with 400 while the client
 // has acts.
 func (h *Handlers) DeleteClient(ctx context.Context, req apiserver.DeleteClientRequestObject) (apiserver.DeleteClientResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeClientsWrite, auth.Write); err != nil {
-		return nil, err
-	}
-	if err := h.clientStore().Delete(ctx, req.Id); err != nil {
+	if err := h.svc.Clients.Delete(ctx, req.Id); err != nil {
 		return nil, err
 	}
 	return apiserver.DeleteClient204Response{}, nil

@@ -12,10 +12,10 @@ import (
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/money"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
@@ -305,7 +305,7 @@ func TestListClientsQueryCount(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			d := testdb.Open(t, dialect)
 			counted, count := d.CountQueries()
-			env := apitest.New(t, apitest.WithDB(d), apitest.WithDeps(func(deps *httpapi.Deps) { deps.DB = counted }))
+			env := apitest.New(t, apitest.WithDB(d), apitest.WithApp(app.WithDB(counted)))
 			acme := env.Tenant("acme")
 			tok := acme.Token(acme.User(auth.RoleViewer), auth.ScopeClientsRead)
 			seedClients(t, d, acme.Ctx, 250)
@@ -331,7 +331,7 @@ func BenchmarkListClientsHTTP(b *testing.B) {
 		b.Run(dialect, func(b *testing.B) {
 			d := testdb.Open(b, dialect)
 			counted, count := d.CountQueries()
-			env := apitest.New(b, apitest.WithDB(d), apitest.WithDeps(func(deps *httpapi.Deps) { deps.DB = counted }))
+			env := apitest.New(b, apitest.WithDB(d), apitest.WithApp(app.WithDB(counted)))
 			acme := env.Tenant("acme")
 			tok := acme.Token(acme.User(auth.RoleViewer), auth.ScopeClientsRead)
 			seedClients(b, d, acme.Ctx, 10_000)

@@ -24,20 +24,6 @@ var statusOf = map[apperr.Kind]int{
 	apperr.Internal:        http.StatusInternalServerError,
 }
 
-// kindOfStatus maps statuses raised by echo itself (404 route, 405, 413, …)
-// back to a kind, so that every error leaves through the same renderer.
-func kindOfStatus(code int) apperr.Kind {
-	for k, s := range statusOf {
-		if s == code {
-			return k
-		}
-	}
-	if code >= 500 {
-		return apperr.Internal
-	}
-	return apperr.Invalid
-}
-
 // Status returns the HTTP status for err.
 func Status(err error) int {
 	var he *echo.HTTPError

@@ -11,10 +11,10 @@ import (
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/httpapi"
-	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // testClock is the injectable clock of the acts and fetch flow.
@@ -30,7 +30,7 @@ func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 func (c *testClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 func withClock(c *testClock) apitest.Option {
-	return apitest.WithDeps(func(d *httpapi.Deps) { d.Now = c.Now })
+	return apitest.WithApp(app.WithClock(c.Now))
 }
 
 func (f *actFixture) ids(t *testing.T, a models.Act, keys ...string) []int64 {

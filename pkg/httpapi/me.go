@@ -10,7 +10,6 @@ import (
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/users"
 )
 
 // GetMe returns the user the bearer token was issued for. It needs no
@@ -21,7 +20,7 @@ func (h *Handlers) GetMe(ctx context.Context, _ apiserver.GetMeRequestObject) (a
 	if !ok {
 		return nil, apperr.E(apperr.Unauthenticated, "authentication required")
 	}
-	u, err := users.NewStore(h.deps.DB).Get(ctx, p.UserID)
+	u, err := h.svc.Users.Get(ctx, p.UserID)
 	if apperr.Is(err, apperr.NotFound) {
 		return nil, apperr.E(apperr.Unauthenticated, "the access token's user no longer exists")
 	}

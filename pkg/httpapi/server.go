@@ -1,34 +1,45 @@
-// Package httpapi assembles the HTTP server: the middleware chain, request
-// validation against the embedded OpenAPI document, the strict handlers, and
-// the one place where domain errors become HTTP statuses (errors.go).
+// Package httpapi is the HTTP face of the service: the middleware chain,
+// request validation against the embedded OpenAPI document, authorization
+// from the same document (authorize.go), the strict handlers (one file per
+// capability: clients.go, acts.go, actdata.go, webhooks.go, …) and the one
+// place where domain errors become HTTP statuses (errors.go).
 //
 // The chain, outermost first:
 //
 //	request id → access log → recover → body limit → tenant (from Host)
+//	  → Deps.Middleware (metrics, rate limit)
 //	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
-//	    request validation → handler
+//	    request validation → authorization (operation's scopes and role)
+//	  → handler
 //
 // Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
 // host and skip tenant resolution so that load balancers can probe them.
+//
+// This package builds nothing it serves: the stores and services arrive
+// built (Deps.Services) from the composition root, pkg/app, which also owns
+// every connection and goroutine. Handlers translate between the wire and
+// the domain and nothing else; they never check permissions themselves.
 package httpapi
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
+	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 )
 
 // TenantResolver finds a tenant by its subdomain slug; apperr.NotFound when
@@ -44,41 +55,53 @@ type Authenticator interface {
 	AuthenticateBearer(ctx context.Context, token string) (*auth.Principal, error)
 }
 
-// Deps is everything the HTTP layer needs; cmd/finsvc and the test harness
-// wire it.
+// Services are the domain stores the handlers call, built once by pkg/app
+// and shared by every request (Acts is the whole act aggregate: acts, data
+// points, fetch requests and their correlated writes).
+type Services struct {
+	Clients   *clients.Store
+	Templates *templates.Store
+	Users     *users.Store
+	Acts      *acts.Store
+	Webhooks  *registry.Store
+}
+
+// Deps is everything the HTTP layer needs, already built (pkg/app assembles
+// it; nothing here is derived or defaulted from anything else).
 type Deps struct {
-	DB      *db.DB
-	Config  *config.Config
-	Logger  *slog.Logger
-	Tenants TenantResolver
-	Auth    Authenticator
+	Config   *config.Config
+	Logger   *slog.Logger
+	DB       *db.DB // the readiness probe pings it
+	Tenants  TenantResolver
+	Auth     Authenticator
+	Services Services
 
-	// Outbox records webhook events in business transactions (acts, fetch
-	// requests). Nil means one built from Config (WebhookAllowPrivate).
-	Outbox *outbox.Outbox
-	// Now is the clock of the acts and fetch flow (tests inject one to
-	// expire fetch requests). Nil means time.Now.
-	Now func() time.Time
-
-	// Routes lets capabilities outside this package (the OAuth endpoints and
-	// pages, …) register their own routes on the tenant-scoped echo instance.
-	Routes []func(e *echo.Echo)
-	// Middleware is inserted after tenant resolution for every tenant route
-	// (rate limiting, metrics).
+	// Middleware runs, in order, after tenant resolution on every tenant
+	// route and on the operational endpoints (metrics, then the rate limit).
 	Middleware []echo.MiddlewareFunc
+	// Routes registers what is served beside the JSON API on the same echo
+	// instance: the OAuth endpoints and pages, /metrics, /docs.
+	Routes []func(e *echo.Echo)
+}
 
-	// WebhookNotifier wakes the delivery workers when a redelivery is queued
-	// (delivery.Worker.Notifier()); nil means they find it on their next poll.
-	WebhookNotifier outbox.Notifier
+func (d *Deps) check() error {
+	s := d.Services
+	switch {
+	case d.Config == nil || d.Logger == nil || d.Tenants == nil:
+		return errors.New("httpapi: Config, Logger and Tenants are required")
+	case s.Clients == nil || s.Templates == nil || s.Users == nil || s.Acts == nil || s.Webhooks == nil:
+		return errors.New("httpapi: every service is required (pkg/app builds them)")
+	}
+	return nil
 }
 
 // Handlers implements apiserver.StrictServerInterface, one file per capability
 // (clients.go, acts.go, actdata.go, webhooks.go, …). The assertion below
 // keeps the set complete: an operation added to the spec without a handler
-// fails the build.
+// fails the build (and one without a role in authorize.go fails New).
 type Handlers struct {
+	svc  Services
 	deps Deps
-	box  *secretbox.Box // seals webhook signing secrets
 }
 
 var _ apiserver.StrictServerInterface = (*Handlers)(nil)
@@ -95,31 +118,19 @@ func isOperational(c echo.Context) bool {
 
 func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/1.0/") }
 
-// New builds the service's HTTP handler.
+// New builds the service's HTTP handler. It fails when a dependency is
+// missing or when an operation of the spec has no authorization rule.
 func New(deps Deps) (http.Handler, error) {
-	e, err := NewEcho(deps)
+	if err := deps.check(); err != nil {
+		return nil, err
+	}
+	authz, err := authorizer()
 	if err != nil {
 		return nil, err
 	}
-	return e, nil
-}
-
-// NewEcho builds the echo instance behind New (exposed for tests and for
-// cmd/finsvc, which may add routes such as /metrics).
-func NewEcho(deps Deps) (*echo.Echo, error) {
-	if deps.Logger == nil {
-		deps.Logger = slog.Default()
-	}
-	if deps.Config == nil {
-		deps.Config = config.Default()
-	}
-	// Webhook signing secrets are sealed under a key derived from the global
-	// secret: without it those operations could only fail per request, so
-	// refuse to start instead (serve and demo resolve it before this). The box
-	// is derived once here and shared by the webhook handlers.
-	box, err := secretbox.New(deps.Config.Secret)
+	validator, err := requestValidator()
 	if err != nil {
-		return nil, fmt.Errorf("httpapi: the global secret is not resolved (FINSVC_SECRET): %w", err)
+		return nil, err
 	}
 	e := echo.New()
 	e.HideBanner = true
@@ -135,12 +146,8 @@ func NewEcho(deps Deps) (*echo.Echo, error) {
 		e.Use(m)
 	}
 
-	validator, err := requestValidator()
-	if err != nil {
-		return nil, err
-	}
-	h := &Handlers{deps: deps, box: box}
-	strict := apiserver.NewStrictHandler(h, nil)
+	h := &Handlers{svc: deps.Services, deps: deps}
+	strict := apiserver.NewStrictHandler(h, []apiserver.StrictMiddlewareFunc{authz})
 	apiGroup := e.Group("", bearerAuth(deps.Auth), textGuard, validator)
 	apiserver.RegisterHandlers(apiGroup, strict)
 

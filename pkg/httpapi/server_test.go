@@ -11,6 +11,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
 func TestTenantResolution(t *testing.T) {
@@ -191,13 +193,12 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
-// Without the global secret, webhook secrets could only fail per request
-// (500s); the server refuses to start instead.
-func TestNewRefusesUnresolvedSecret(t *testing.T) {
-	cfg := config.Default()
-	cfg.Secret = ""
-	if _, err := httpapi.New(httpapi.Deps{Config: cfg}); err == nil || !strings.Contains(err.Error(), "FINSVC_SECRET") {
-		t.Fatalf("New with no secret: %v, want an error naming FINSVC_SECRET", err)
+// The HTTP layer builds nothing: a missing service is a startup error, not
+// a nil dereference on the first request.
+func TestNewRefusesMissingServices(t *testing.T) {
+	_, err := httpapi.New(httpapi.Deps{Config: config.Default(), Logger: testdb.Logger(), Tenants: tenant.NewStore(nil)})
+	if err == nil || !strings.Contains(err.Error(), "every service is required") {
+		t.Fatalf("New without services: %v", err)
 	}
 }
 

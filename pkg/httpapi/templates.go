@@ -9,28 +9,23 @@ import (
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
-	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
 )
 
 // Templates: GET /templates, GET /templates/{id} (templates:read, any role),
-// POST /templates and PUT /templates/{id} (templates:write, admins only).
-
-func (h *Handlers) templateStore() *templates.Store { return templates.NewStore(h.deps.DB) }
+// POST /templates and PUT /templates/{id} (templates:write, admins only);
+// authorize.go enforces both.
 
 // ListTemplates is GET /templates: every version, with fields, in a constant
 // number of queries.
 func (h *Handlers) ListTemplates(ctx context.Context, req apiserver.ListTemplatesRequestObject) (apiserver.ListTemplatesResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeTemplatesRead, auth.Read); err != nil {
-		return nil, err
-	}
 	p, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.templateStore().List(ctx, p)
+	list, total, err := h.svc.Templates.List(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +40,7 @@ func (h *Handlers) ListTemplates(ctx context.Context, req apiserver.ListTemplate
 
 // GetTemplate is GET /templates/{id}.
 func (h *Handlers) GetTemplate(ctx context.Context, req apiserver.GetTemplateRequestObject) (apiserver.GetTemplateResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeTemplatesRead, auth.Read); err != nil {
-		return nil, err
-	}
-	t, err := h.templateStore().Get(ctx, nil, req.Id)
+	t, err := h.svc.Templates.Get(ctx, nil, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -61,14 +53,11 @@ func (h *Handlers) GetTemplate(ctx context.Context, req apiserver.GetTemplateReq
 
 // CreateTemplate is POST /templates (admins).
 func (h *Handlers) CreateTemplate(ctx context.Context, req apiserver.CreateTemplateRequestObject) (apiserver.CreateTemplateResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeTemplatesWrite, auth.Admin); err != nil {
-		return nil, err
-	}
 	in, err := templateInput(req.Body)
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.templateStore().Create(ctx, in)
+	t, err := h.svc.Templates.Create(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +71,11 @@ func (h *Handlers) CreateTemplate(ctx context.Context, req apiserver.CreateTempl
 // UpdateTemplate is PUT /templates/{id} (admins): 200 when changed in place
 // (or unchanged), 201 with the new version when the template is in use.
 func (h *Handlers) UpdateTemplate(ctx context.Context, req apiserver.UpdateTemplateRequestObject) (apiserver.UpdateTemplateResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeTemplatesWrite, auth.Admin); err != nil {
-		return nil, err
-	}
 	in, err := templateInput(req.Body)
 	if err != nil {
 		return nil, err
 	}
-	t, created, err := h.templateStore().Update(ctx, req.Id, in)
+	t, created, err := h.svc.Templates.Update(ctx, req.Id, in)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +95,7 @@ func templateInput(b *models.TemplateInput) (templates.Input, error) {
 	in := templates.Input{Name: b.Name, Fields: make([]templates.FieldInput, len(b.Fields))}
 	fe := apperr.FieldErrors{}
 	for i, f := range b.Fields {
-		fi := templates.FieldInput{Key: f.Key, Name: f.Name, Type: fieldtype.Type(f.Type), Source: string(f.Source)}
+		fi := templates.FieldInput{Key: f.Key, Name: f.Name, Type: fieldtype.Type(f.Type), Source: templates.Source(f.Source)}
 		if f.Options != nil {
 			raw, err := json.Marshal(f.Options)
 			if err != nil {

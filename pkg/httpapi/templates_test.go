@@ -8,8 +8,8 @@ import (
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
@@ -340,7 +340,7 @@ func TestListTemplatesQueryCount(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			d := testdb.Open(t, dialect)
 			counted, count := d.CountQueries()
-			env := apitest.New(t, apitest.WithDB(d), apitest.WithDeps(func(deps *httpapi.Deps) { deps.DB = counted }))
+			env := apitest.New(t, apitest.WithDB(d), apitest.WithApp(app.WithDB(counted)))
 			acme := env.Tenant("acme")
 			admin := acme.AdminToken()
 			for range 12 {

@@ -7,21 +7,16 @@ import (
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
-	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/page"
-	"github.com/finsvc/finsvc/pkg/users"
 )
 
-// ListUsers is GET /users: the users:read scope and the admin role.
+// ListUsers is GET /users: admins with the users:read scope (authorize.go).
 func (h *Handlers) ListUsers(ctx context.Context, req apiserver.ListUsersRequestObject) (apiserver.ListUsersResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeUsersRead, auth.Admin); err != nil {
-		return nil, err
-	}
 	pr, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := users.NewStore(h.deps.DB).List(ctx, pr)
+	list, total, err := h.svc.Users.List(ctx, pr)
 	if err != nil {
 		return nil, err
 	}

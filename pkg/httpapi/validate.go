@@ -68,8 +68,8 @@ func requestValidator() (echo.MiddlewareFunc, error) {
 		Options: openapi3filter.Options{
 			MultiError:         true,
 			KeepValidatedValue: true,
-			// Authentication already happened in bearerAuth, and scopes are
-			// checked together with roles by the handlers (auth.Require).
+			// Authentication already happened in bearerAuth; scopes are
+			// enforced together with roles after validation (authorize.go).
 			AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
 		},
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {

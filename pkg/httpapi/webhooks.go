@@ -15,21 +15,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 )
 
-// Webhook registrations and the delivery log (DESIGN section 5). Reading
-// needs webhooks:read; changing needs webhooks:write and a member or admin.
-
-// webhookStore builds the registration store over the sealing box derived
-// once at startup (NewEcho).
-func (h *Handlers) webhookStore() *registry.Store {
-	n := h.deps.WebhookNotifier
-	if n == nil && h.deps.Outbox != nil {
-		n = h.deps.Outbox.Notifier
-	}
-	return registry.New(h.deps.DB, h.box, registry.Options{
-		AllowPrivate: h.deps.Config.WebhookAllowPrivate,
-		Notifier:     n,
-	})
-}
+// Webhook registrations and the delivery log. Reading needs webhooks:read;
+// changing needs webhooks:write and a member or admin (authorize.go).
 
 func webhookView(w *registry.Webhook) models.Webhook {
 	return models.Webhook{
@@ -80,15 +67,11 @@ func deliveryView(d *registry.Delivery) (models.Delivery, error) {
 
 // ListWebhooks is GET /webhooks.
 func (h *Handlers) ListWebhooks(ctx context.Context, req apiserver.ListWebhooksRequestObject) (apiserver.ListWebhooksResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
-		return nil, err
-	}
-	s := h.webhookStore()
 	pg, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	ws, total, err := s.List(ctx, pg)
+	ws, total, err := h.svc.Webhooks.List(ctx, pg)
 	if err != nil {
 		return nil, err
 	}
@@ -102,15 +85,11 @@ func (h *Handlers) ListWebhooks(ctx context.Context, req apiserver.ListWebhooksR
 
 // CreateWebhook is POST /webhooks.
 func (h *Handlers) CreateWebhook(ctx context.Context, req apiserver.CreateWebhookRequestObject) (apiserver.CreateWebhookResponseObject, error) {
-	p, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write)
-	if err != nil {
-		return nil, err
-	}
+	p := auth.MustFromContext(ctx)
 	if req.Body == nil {
 		return nil, apperr.E(apperr.Invalid, "A JSON body is required.")
 	}
-	s := h.webhookStore()
-	w, secret, err := s.Create(ctx, p, string(req.Body.Event), req.Body.Target)
+	w, secret, err := h.svc.Webhooks.Create(ctx, p, string(req.Body.Event), req.Body.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +98,7 @@ func (h *Handlers) CreateWebhook(ctx context.Context, req apiserver.CreateWebhoo
 
 // GetWebhook is GET /webhooks/{id}.
 func (h *Handlers) GetWebhook(ctx context.Context, req apiserver.GetWebhookRequestObject) (apiserver.GetWebhookResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
-		return nil, err
-	}
-	s := h.webhookStore()
-	w, err := s.Get(ctx, req.Id)
+	w, err := h.svc.Webhooks.Get(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -132,14 +107,10 @@ func (h *Handlers) GetWebhook(ctx context.Context, req apiserver.GetWebhookReque
 
 // UpdateWebhook is PATCH /webhooks/{id}.
 func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhookRequestObject) (apiserver.UpdateWebhookResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
-		return nil, err
-	}
 	if req.Body == nil || (req.Body.Target == nil && req.Body.Active == nil) {
 		return nil, apperr.E(apperr.Invalid, "Give target and/or active.")
 	}
-	s := h.webhookStore()
-	w, err := s.Update(ctx, req.Id, req.Body.Target, req.Body.Active)
+	w, err := h.svc.Webhooks.Update(ctx, req.Id, req.Body.Target, req.Body.Active)
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +119,7 @@ func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhoo
 
 // DeleteWebhook is DELETE /webhooks/{id}.
 func (h *Handlers) DeleteWebhook(ctx context.Context, req apiserver.DeleteWebhookRequestObject) (apiserver.DeleteWebhookResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
-		return nil, err
-	}
-	s := h.webhookStore()
-	if err := s.Delete(ctx, req.Id); err != nil {
+	if err := h.svc.Webhooks.Delete(ctx, req.Id); err != nil {
 		return nil, err
 	}
 	return apiserver.DeleteWebhook204Response{}, nil
@@ -160,11 +127,7 @@ func (h *Handlers) DeleteWebhook(ctx context.Context, req apiserver.DeleteWebhoo
 
 // RotateWebhookSecret is POST /webhooks/{id}/rotate-secret.
 func (h *Handlers) RotateWebhookSecret(ctx context.Context, req apiserver.RotateWebhookSecretRequestObject) (apiserver.RotateWebhookSecretResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
-		return nil, err
-	}
-	s := h.webhookStore()
-	w, secret, err := s.Rotate(ctx, req.Id)
+	w, secret, err := h.svc.Webhooks.Rotate(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -173,15 +136,11 @@ func (h *Handlers) RotateWebhookSecret(ctx context.Context, req apiserver.Rotate
 
 // ListWebhookDeliveries is GET /webhooks/{id}/deliveries.
 func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req apiserver.ListWebhookDeliveriesRequestObject) (apiserver.ListWebhookDeliveriesResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeWebhooksRead, auth.Read); err != nil {
-		return nil, err
-	}
-	s := h.webhookStore()
 	pg, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	ds, total, err := s.Deliveries(ctx, req.Id, pg)
+	ds, total, err := h.svc.Webhooks.Deliveries(ctx, req.Id, pg)
 	if err != nil {
 		return nil, err
 	}
@@ -199,11 +158,7 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req apiserver.List
 
 // RedeliverWebhookDelivery is POST /webhooks/{id}/deliveries/{delivery_id}/redeliver.
 func (h *Handlers) RedeliverWebhookDelivery(ctx context.Context, req apiserver.RedeliverWebhookDeliveryRequestObject) (apiserver.RedeliverWebhookDeliveryResponseObject, error) {
-	if _, err := auth.Require(ctx, auth.ScopeWebhooksWrite, auth.Write); err != nil {
-		return nil, err
-	}
-	s := h.webhookStore()
-	d, err := s.Redeliver(ctx, req.Id, req.DeliveryId)
+	d, err := h.svc.Webhooks.Redeliver(ctx, req.Id, req.DeliveryId)
 	if err != nil {
 		return nil, err
 	}

@@ -15,15 +15,15 @@ import (
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/integration"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -114,21 +114,14 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			rcv := newE2EReceiver(t)
 			pool := x509.NewCertPool()
 			pool.AddCert(rcv.Certificate())
-			worker, err := delivery.NewWorker(d, cfg, testdb.Logger(),
-				delivery.WithClientOptions(httpclient.Options{RootCAs: pool}),
-				delivery.WithPollInterval(time.Hour)) // wake-ups only: proves they work
-			if err != nil {
-				t.Fatal(err)
-			}
 			env := apitest.New(t, apitest.WithDB(d), apitest.WithConfig(func(c *config.Config) { *c = *cfg; c.RateLimitRPS = 0 }),
-				apitest.WithDeps(func(deps *httpapi.Deps) {
-					deps.Outbox = &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: cfg.WebhookAllowPrivate}, Notifier: worker.Notifier()}
-					deps.WebhookNotifier = worker.Notifier()
-				}))
-			if err := worker.Start(context.Background()); err != nil {
+				apitest.WithApp(app.WithDeliveryOptions(
+					delivery.WithClientOptions(httpclient.Options{RootCAs: pool}),
+					delivery.WithPollInterval(time.Hour)))) // wake-ups only: proves they work
+			if err := env.App.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			defer worker.Stop(context.Background())
+			defer env.App.Stop()
 
 			f := newActFixture(t, env, "acme")
 			tok := f.Token(f.member, auth.ScopeActsRead, auth.ScopeActsWrite, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)
@@ -231,9 +224,17 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 				t.Fatalf("%d value_accepted history entries, want %d", accepted, len(external))
 			}
 
-			// The delivery log shows the act.fetch_data delivery.
+			// The delivery log shows the act.fetch_data delivery. The write-back
+			// can finish before the worker records the 202 it got, so wait for
+			// the record (as for the redelivery below).
 			var log models.DeliveryList
-			f.Do("GET", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries", tok, nil).Status(t, 200).Decode(t, &log)
+			for i := 0; ; i++ {
+				f.Do("GET", "/api/1.0/webhooks/"+itoa(fetchHook.Id)+"/deliveries", tok, nil).Status(t, 200).Decode(t, &log)
+				if len(log.Data) != 1 || log.Data[0].Status != models.DeliveryDelivering || i == 200 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			if len(log.Data) != 1 || log.Data[0].Status != models.DeliverySucceeded || log.Data[0].LastStatusCode == nil || *log.Data[0].LastStatusCode != 202 {
 				t.Fatalf("delivery log %+v", log.Data)
 			}

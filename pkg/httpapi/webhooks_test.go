@@ -13,7 +13,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"

@@ -21,10 +21,10 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/integration"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
@@ -154,7 +154,7 @@ func newLoop(t *testing.T, d *db.DB) *loop {
 	cfg.WebhookAllowPrivate = true // the receiver listens on loopback
 	pool := x509.NewCertPool()
 	pool.AddCert(l.receiver.Certificate())
-	l.worker, err = delivery.NewWorker(d, cfg, testdb.Logger(), delivery.WithClientOptions(httpclient.Options{RootCAs: pool}))
+	l.worker, err = delivery.NewWorker(d, box, cfg, testdb.Logger(), delivery.WithClientOptions(httpclient.Options{RootCAs: pool}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/httpapi"
-	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Delivery outcomes for DeliveryOutcome.
@@ -230,8 +230,8 @@ func (o *outboxDepth) depth() (float64, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	// The delivery package owns the deliveries table and its depth query.
-	pending, delivering, err := delivery.Depth(ctx, o.db)
+	// The outbox package owns the deliveries table and its depth query.
+	pending, delivering, err := outbox.Depth(ctx, o.db)
 	if err != nil {
 		o.errs.Inc()
 		o.ok = false

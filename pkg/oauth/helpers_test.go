@@ -19,9 +19,9 @@ import (
 	"testing"
 
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -49,20 +49,13 @@ func newServer(t testing.TB, so serverOpt) *server {
 	s := &server{}
 	opts := append([]apitest.Option{
 		apitest.WithConfig(func(c *config.Config) { c.Secret = testSecret }),
-		apitest.WithDeps(func(d *httpapi.Deps) {
-			if so.logger != nil {
-				d.Logger = so.logger
-			}
-			svc, err := oauth.New(d.DB, d.Config, d.Logger)
-			if err != nil {
-				t.Fatalf("oauth.New: %v", err)
-			}
-			s.svc = svc
-			d.Auth = svc
-			d.Routes = append(d.Routes, svc.Routes)
-		}),
+		apitest.WithOAuth(),
 	}, so.opts...)
+	if so.logger != nil {
+		opts = append(opts, apitest.WithApp(app.WithLogger(so.logger)))
+	}
 	s.Env = apitest.New(t, opts...)
+	s.svc = s.App.OAuth()
 	return s
 }
 

@@ -13,8 +13,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of the admin connection
 
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
@@ -73,7 +73,7 @@ func TestDatabaseOutage(t *testing.T) {
 			s := newServer(t, serverOpt{logger: testLogger(), opts: []apitest.Option{apitest.WithDB(d),
 				// The production resolver caches tenants: during an outage
 				// the host still resolves and the OAuth code answers.
-				apitest.WithDeps(func(dp *httpapi.Deps) { dp.Tenants = tenant.NewStore(dp.DB) })}})
+				apitest.WithApp(app.WithTenants(tenant.NewStore(d)))}})
 			o := s.org(t, "acme", "admin")
 			_, refresh := o.tokens(t)
 			code := o.code(t, o.authParams("state-outage-1"))

@@ -10,24 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/ratelimit"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
-
-// oauthStub stands in for the token and revocation endpoints (another
-// branch): an RFC 6749 error, which the spec allows.
-func oauthStub(e *echo.Echo) {
-	h := func(c echo.Context) error {
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "stub"})
-	}
-	e.POST("/api/oauth/token", h)
-	e.POST("/api/oauth/revoke", h)
-}
 
 // newEnv starts a server limited by cfg's rate (memory, or Redis when
 // redisURL is set) and returns it with its limiter.
@@ -47,10 +35,7 @@ func newEnv(t *testing.T, rps float64, burst int, redisURL string) (*apitest.Env
 	t.Cleanup(func() { l.Close() })
 	return apitest.New(t,
 		apitest.WithConfig(func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = rps, burst }),
-		apitest.WithDeps(func(d *httpapi.Deps) {
-			d.Middleware = append(d.Middleware, l.Middleware())
-			d.Routes = append(d.Routes, oauthStub)
-		})), prefix
+		apitest.WithApp(app.WithLimiter(l))), prefix
 }
 
 func header(t *testing.T, r *apitest.Response, name string) int {

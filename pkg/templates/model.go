@@ -10,25 +10,30 @@ import (
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 )
 
-// Field sources (DESIGN section 4).
+// Source is where a field's value comes from (the FieldSource enum of the
+// spec): an integration, a person, or one of the built-in providers. Acts
+// snapshot it into their data points.
+type Source string
+
+// Field sources.
 const (
-	SourceExternalData      = "external_data"
-	SourceManual            = "manual"
-	SourceClientCompanyName = "client.company_name"
-	SourceClientOrgNumber   = "client.org_number"
-	SourceClientCountry     = "client.country"
-	SourceClientCreditLimit = "client.credit_limit"
-	SourceActCreatedAt      = "act.created_at"
+	SourceExternalData      Source = "external_data"
+	SourceManual            Source = "manual"
+	SourceClientCompanyName Source = "client.company_name"
+	SourceClientOrgNumber   Source = "client.org_number"
+	SourceClientCountry     Source = "client.country"
+	SourceClientCreditLimit Source = "client.credit_limit"
+	SourceActCreatedAt      Source = "act.created_at"
 )
 
 // BuiltinSources are filled by the service itself.
-var BuiltinSources = []string{
+var BuiltinSources = []Source{
 	SourceClientCompanyName, SourceClientOrgNumber, SourceClientCountry,
 	SourceClientCreditLimit, SourceActCreatedAt,
 }
 
 // IsBuiltin reports whether source is a built-in provider.
-func IsBuiltin(source string) bool {
+func IsBuiltin(source Source) bool {
 	for _, s := range BuiltinSources {
 		if s == source {
 			return true
@@ -38,7 +43,7 @@ func IsBuiltin(source string) bool {
 }
 
 // ValidSource reports whether source is known.
-func ValidSource(source string) bool {
+func ValidSource(source Source) bool {
 	return source == SourceExternalData || source == SourceManual || IsBuiltin(source)
 }
 
@@ -72,7 +77,7 @@ type Field struct {
 	Key        string `gorm:"not null"`
 	Name       string `gorm:"not null"`
 	Type       string `gorm:"not null"`
-	Source     string `gorm:"not null"`
+	Source     Source `gorm:"not null"`
 	Options    *string
 }
 

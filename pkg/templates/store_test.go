@@ -163,7 +163,7 @@ func TestValidation(t *testing.T) {
 			return templates.Input{Name: "T", Fields: fields}
 		}
 		text := templates.FieldInput{Key: "a", Name: "A", Type: fieldtype.Text, Source: templates.SourceManual}
-		with := func(key string, typ fieldtype.Type, src string, o *fieldtype.Options) templates.FieldInput {
+		with := func(key string, typ fieldtype.Type, src templates.Source, o *fieldtype.Options) templates.FieldInput {
 			return templates.FieldInput{Key: key, Name: "N", Type: typ, Source: src, Options: o}
 		}
 		cases := []struct {

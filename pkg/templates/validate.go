@@ -29,7 +29,7 @@ type FieldInput struct {
 	Key     string
 	Name    string
 	Type    fieldtype.Type
-	Source  string
+	Source  Source
 	Options *fieldtype.Options
 }
 
@@ -50,7 +50,7 @@ type FieldInput struct {
 // The provider's value is the client's field as stored (credit_limit in its
 // canonical decimal form) or the act's created_at as a UTC date, passed
 // through fieldtype.Normalize.
-var builtinTypes = map[string][]fieldtype.Type{
+var builtinTypes = map[Source][]fieldtype.Type{
 	SourceClientCompanyName: {fieldtype.Text},
 	SourceClientOrgNumber:   {fieldtype.Text},
 	SourceClientCountry:     {fieldtype.Text},
@@ -59,7 +59,7 @@ var builtinTypes = map[string][]fieldtype.Type{
 }
 
 // builtinTextLength is the longest text each text provider produces.
-var builtinTextLength = map[string]int{
+var builtinTextLength = map[Source]int{
 	SourceClientCompanyName: clients.MaxCompanyNameLength,
 	SourceClientOrgNumber:   clients.MaxOrgNumberLength,
 	SourceClientCountry:     2,
@@ -70,9 +70,13 @@ const creditLimitDecimals = clients.CreditLimitDecimals
 // CheckSource says why a field of type t with effective options eff cannot
 // take its value from source, or "" when it can. eff is
 // fieldtype.Effective's result for valid options.
-func CheckSource(source string, t fieldtype.Type, eff *fieldtype.Options) string {
+func CheckSource(source Source, t fieldtype.Type, eff *fieldtype.Options) string {
 	if !ValidSource(source) {
-		return "must be one of external_data, manual, " + strings.Join(BuiltinSources, ", ")
+		names := make([]string, len(BuiltinSources))
+		for i, b := range BuiltinSources {
+			names[i] = string(b)
+		}
+		return "must be one of external_data, manual, " + strings.Join(names, ", ")
 	}
 	types, builtin := builtinTypes[source]
 	if !builtin {
@@ -94,7 +98,7 @@ func CheckSource(source string, t fieldtype.Type, eff *fieldtype.Options) string
 	}
 	if source == SourceClientCreditLimit && eff != nil {
 		if eff.Min != nil || eff.Max != nil {
-			return source + " cannot promise a range; options.min and options.max must not be set"
+			return string(source) + " cannot promise a range; options.min and options.max must not be set"
 		}
 		if eff.Decimals != nil && *eff.Decimals < creditLimitDecimals {
 			return fmt.Sprintf("%s has %d fractional digits; options.decimals must be at least %d", source, creditLimitDecimals, creditLimitDecimals)

@@ -38,8 +38,9 @@ func Client(t testing.TB, d *db.DB, ctx context.Context, name string) clients.Cl
 // F describes a template field: options are given as fieldtype.Options and
 // stored in their effective form, as the templates store does.
 type F struct {
-	Key, Type, Source string
-	Options           *fieldtype.Options
+	Key, Type string
+	Source    templates.Source
+	Options   *fieldtype.Options
 }
 
 // Template inserts a template (version 1) with fields in the given order.

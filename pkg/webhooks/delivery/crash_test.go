@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // backlog is how many deliveries the concurrency tests queue: hundreds on

@@ -18,9 +18,9 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
@@ -109,7 +109,13 @@ func (f *fixture) emit(kind string, n int, expires *time.Time, notifier outbox.N
 
 func (f *fixture) worker(opts ...delivery.Option) *delivery.Worker {
 	f.t.Helper()
-	w, err := delivery.NewWorker(f.db, f.cfg, testdb.Logger(), opts...)
+	// The worker's box comes from f.cfg.Secret, which a test may change to
+	// play a misconfigured replica.
+	box, err := secretbox.New(f.cfg.Secret)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	w, err := delivery.NewWorker(f.db, box, f.cfg, testdb.Logger(), opts...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -117,17 +123,17 @@ func (f *fixture) worker(opts ...delivery.Option) *delivery.Worker {
 }
 
 type row struct {
-	ID              string     `gorm:"column:id"`
-	EventID         string     `gorm:"column:event_id"`
-	WebhookID       int64      `gorm:"column:webhook_id"`
-	Status          string     `gorm:"column:status"`
-	Attempts        int        `gorm:"column:attempts"`
-	NextAttemptAt   *time.Time `gorm:"column:next_attempt_at"`
-	LeaseOwner      *string    `gorm:"column:lease_owner"`
-	LeaseExpiresAt  *time.Time `gorm:"column:lease_expires_at"`
-	LastStatusCode  *int       `gorm:"column:last_status_code"`
-	LastError       *string    `gorm:"column:last_error"`
-	ResponseExcerpt *string    `gorm:"column:response_excerpt"`
+	ID              string        `gorm:"column:id"`
+	EventID         string        `gorm:"column:event_id"`
+	WebhookID       int64         `gorm:"column:webhook_id"`
+	Status          outbox.Status `gorm:"column:status"`
+	Attempts        int           `gorm:"column:attempts"`
+	NextAttemptAt   *time.Time    `gorm:"column:next_attempt_at"`
+	LeaseOwner      *string       `gorm:"column:lease_owner"`
+	LeaseExpiresAt  *time.Time    `gorm:"column:lease_expires_at"`
+	LastStatusCode  *int          `gorm:"column:last_status_code"`
+	LastError       *string       `gorm:"column:last_error"`
+	ResponseExcerpt *string       `gorm:"column:response_excerpt"`
 }
 
 func (f *fixture) rows() []row {
@@ -222,12 +228,6 @@ func (rc *receiver) requests() []received {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]received(nil), rc.got...)
-}
-
-func (rc *receiver) distinct() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.byID)
 }
 
 func fixedRand() float64 { return 0.5 } // no jitter: exactly the schedule

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/finsvc/finsvc/pkg/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Signal is the in-process wake-up: Notify never blocks, and any number of

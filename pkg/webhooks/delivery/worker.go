@@ -1,17 +1,17 @@
 // Package delivery runs the durable outbox's delivery workers: it claims due
 // delivery rows, POSTs the signed event envelope to the registration's
 // target through the SSRF-guarded client, and records the outcome in the
-// same row, which is also the delivery log (DESIGN section 5).
+// same row, which is also the delivery log. The rows are read and written
+// through pkg/webhooks/outbox.
 //
-// Claims. On PostgreSQL a worker claims due rows with FOR UPDATE SKIP LOCKED
-// and stamps each with a lease (lease_owner, lease_expires_at); on SQLite a
-// single UPDATE … RETURNING inside the write-locked transaction does the
-// same. A row is claimable when it is pending and due, or when it is
-// delivering but its lease has expired (its worker died). The lease is
-// longer than any attempt can take, and every write of an outcome is
-// conditional on still holding the lease, so one delivery is never
-// attempted by two workers or replicas at once, and a crashed worker's
-// claims come back once their leases expire: delivery is at least once.
+// Claims. A worker claims due rows (outbox.Claim) and stamps each with a
+// lease (lease_owner, lease_expires_at). A row is claimable when it is
+// pending and due, or when it is delivering but its lease has expired (its
+// worker died). The lease is longer than any attempt can take, and every
+// write of an outcome is conditional on still holding the lease
+// (outbox.Finish), so one delivery is never attempted by two workers or
+// replicas at once, and a crashed worker's claims come back once their
+// leases expire: delivery is at least once.
 //
 // Wake-ups. outbox.Emit issues pg_notify inside the business transaction
 // (delivered at commit) and calls the in-process Notifier; the worker
@@ -36,7 +36,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,8 +44,8 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 	"github.com/finsvc/finsvc/pkg/webhooks/retry"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
@@ -103,10 +102,6 @@ func WithNow(now func() time.Time) Option { return func(w *Worker) { w.now = now
 // WithRand injects the jitter source (retry.Delay's rnd).
 func WithRand(rnd func() float64) Option { return func(w *Worker) { w.rnd = rnd } }
 
-// WithHTTPClient replaces the delivery client (default httpclient.New from
-// the configuration).
-func WithHTTPClient(c *http.Client) Option { return func(w *Worker) { w.client = c } }
-
 // WithClientOptions builds the delivery client from opts (RootCAs for a TLS
 // test receiver, LookupNetIP, …); AllowPrivate and Timeout come from the
 // configuration unless set here.
@@ -137,7 +132,8 @@ type Worker struct {
 	logger      *slog.Logger
 	client      *http.Client
 	clientOpts  *httpclient.Options
-	allowHTTP   bool
+	policy      outbox.Policy
+	loadJob     string // loadJobSQL with the policy's eligibility column
 	timeout     time.Duration
 	now         func() time.Time
 	rnd         func() float64
@@ -163,20 +159,19 @@ type Worker struct {
 	backlog             atomic.Bool // the last claim filled every free slot
 }
 
-// NewWorker builds a worker over d. cfg supplies the sealing key (Secret),
-// the attempt timeout (WebhookTimeout) and the SSRF switch
-// (WebhookAllowPrivate).
-func NewWorker(d *db.DB, cfg *config.Config, logger *slog.Logger, opts ...Option) (*Worker, error) {
-	box, err := secretbox.New(cfg.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("delivery: %w", err)
+// NewWorker builds a worker over d that opens signing secrets with box. cfg
+// supplies the attempt timeout (WebhookTimeout) and the SSRF switch
+// (WebhookAllowPrivate), which also admits http:// targets.
+func NewWorker(d *db.DB, box *secretbox.Box, cfg *config.Config, logger *slog.Logger, opts ...Option) (*Worker, error) {
+	if box == nil {
+		return nil, errors.New("delivery: no secret box to open signing secrets with")
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Worker{
 		db: d, box: box, logger: logger.With("component", "webhook-delivery"),
-		allowHTTP: cfg.WebhookAllowPrivate, timeout: cfg.WebhookTimeout,
+		policy: outbox.Policy{AllowHTTP: cfg.WebhookAllowPrivate}, timeout: cfg.WebhookTimeout,
 		now: time.Now, concurrency: DefaultConcurrency, poll: DefaultPollInterval,
 		signal: NewSignal(),
 	}
@@ -186,20 +181,17 @@ func NewWorker(d *db.DB, cfg *config.Config, logger *slog.Logger, opts ...Option
 	for _, o := range opts {
 		o(w)
 	}
-	if w.client == nil {
-		co := httpclient.Options{}
-		if w.clientOpts != nil {
-			co = *w.clientOpts
-		}
-		co.AllowPrivate = co.AllowPrivate || cfg.WebhookAllowPrivate
-		if co.Timeout == 0 {
-			co.Timeout = w.timeout
-		}
-		w.timeout = co.Timeout
-		w.client = httpclient.New(co)
-	} else if w.client.Timeout > 0 {
-		w.timeout = w.client.Timeout
+	co := httpclient.Options{}
+	if w.clientOpts != nil {
+		co = *w.clientOpts
 	}
+	co.AllowPrivate = co.AllowPrivate || cfg.WebhookAllowPrivate
+	if co.Timeout == 0 {
+		co.Timeout = w.timeout
+	}
+	w.timeout = co.Timeout
+	w.client = httpclient.New(co)
+	w.loadJob = fmt.Sprintf(loadJobSQL, w.policy.IneligibleSQL())
 	if w.lease == 0 {
 		w.lease = w.timeout + leaseMargin
 	}
@@ -228,7 +220,7 @@ func (w *Worker) Notifier() outbox.Notifier { return w.signal }
 // Owner is the lease owner name of this worker.
 func (w *Worker) Owner() string { return w.owner }
 
-func (w *Worker) clock() time.Time { return w.now().UTC().Truncate(time.Microsecond) }
+func (w *Worker) clock() time.Time { return db.Clock(w.now).Now() }
 
 // Start runs the worker in the background until Stop (graceful) or until
 // ctx is cancelled (abrupt: attempts are abandoned, leases expire).
@@ -351,82 +343,16 @@ func (w *Worker) claimAndStart(n int) (int, error) {
 	return len(rows), nil
 }
 
-// claimed is a delivery row this worker holds the lease of.
-type claimed struct {
-	TenantID  int64  `gorm:"column:tenant_id"`
-	ID        string `gorm:"column:id"`
-	WebhookID int64  `gorm:"column:webhook_id"`
-	EventID   string `gorm:"column:event_id"`
-	Attempts  int    `gorm:"column:attempts"`
-}
-
-// The claim queries span tenants on purpose: workers serve every tenant, and
-// every later statement names the row's tenant_id explicitly.
-const claimPostgres = `WITH due AS (
-  SELECT tenant_id, id FROM deliveries
-  WHERE status IN ('pending', 'delivering') AND next_attempt_at <= @now
-    AND (status = 'pending' OR lease_expires_at < @now)
-  ORDER BY next_attempt_at
-  LIMIT @n
-  FOR UPDATE SKIP LOCKED)
-UPDATE deliveries d SET status = 'delivering', lease_owner = @owner, lease_expires_at = @lease, updated_at = @now
-FROM due WHERE d.tenant_id = due.tenant_id AND d.id = due.id
-RETURNING d.tenant_id, d.id, d.webhook_id, d.event_id, d.attempts`
-
-const claimSQLite = `UPDATE deliveries SET status = 'delivering', lease_owner = @owner, lease_expires_at = @lease, updated_at = @now
-WHERE (tenant_id, id) IN (
-  SELECT tenant_id, id FROM deliveries
-  WHERE status IN ('pending', 'delivering') AND next_attempt_at <= @now
-    AND (status = 'pending' OR lease_expires_at < @now)
-  ORDER BY next_attempt_at
-  LIMIT @n)
-RETURNING tenant_id, id, webhook_id, event_id, attempts`
-
-func (w *Worker) claim(ctx context.Context, n int) ([]claimed, error) {
+// claim leases up to n due deliveries to this worker.
+func (w *Worker) claim(ctx context.Context, n int) ([]outbox.Claimed, error) {
 	now := w.clock()
-	q := claimSQLite
-	if w.db.Dialect == db.Postgres {
-		q = claimPostgres
-	}
-	args := map[string]any{"now": now, "n": n, "owner": w.owner, "lease": now.Add(w.lease)}
-	// One statement is one transaction: on PostgreSQL the CTE's row locks
-	// (SKIP LOCKED) and the UPDATE commit together; on SQLite the statement
-	// runs under the database write lock. An explicit transaction would only
-	// add round trips.
-	var rows []claimed
-	if err := w.db.WithContext(ctx).Raw(q, args).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("delivery: claim: %w", err)
-	}
-	return rows, nil
+	return outbox.Claim(ctx, w.db, w.owner, n, now, now.Add(w.lease))
 }
 
-// job is everything one attempt needs, loaded after the claim.
-type job struct {
-	registry.Webhook
-	OwnerExists bool       `gorm:"column:owner_exists"`
-	Kind        string     `gorm:"column:kind"`
-	Payload     string     `gorm:"column:payload"`
-	OccurredAt  time.Time  `gorm:"column:occurred_at"`
-	ExpiresAt   *time.Time `gorm:"column:expires_at"`
-}
-
-const loadJob = `SELECT w.*, EXISTS (SELECT 1 FROM users u WHERE u.tenant_id = w.tenant_id AND u.id = w.created_by_user_id) AS owner_exists,
-  e.kind, e.payload, e.occurred_at, e.expires_at
-FROM deliveries d
-JOIN webhooks w ON w.tenant_id = d.tenant_id AND w.id = d.webhook_id
-JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
-WHERE d.tenant_id = ? AND d.id = ? AND d.lease_owner = ?`
-
-// envelope is the delivery body (DESIGN section 5). data is the stored
-// payload verbatim.
-type envelope struct {
-	ID         string          `json:"id"`
-	Event      string          `json:"event"`
-	OccurredAt time.Time       `json:"occurred_at"`
-	Data       json.RawMessage `json:"data"`
-}
-
-func (w *Worker) process(c claimed) {
+// process takes one claimed delivery through its attempt: load what the
+// attempt needs, attempt it (or decide that it must not be attempted), and
+// record the outcome under the lease.
+func (w *Worker) process(c outbox.Claimed) {
 	res := Result{TenantID: c.TenantID, DeliveryID: c.ID, EventID: c.EventID, WebhookID: c.WebhookID}
 	defer func() {
 		if w.observe != nil && res.Outcome != "" {
@@ -437,31 +363,119 @@ func (w *Worker) process(c claimed) {
 	if w.runCtx.Err() != nil {
 		return
 	}
-	var jobs []job
-	if err := w.db.WithContext(w.runCtx).Raw(loadJob, c.TenantID, c.ID, w.owner).Scan(&jobs).Error; err != nil {
+	j, err := w.load(c)
+	if err != nil {
 		if w.runCtx.Err() == nil {
 			log.Error("load delivery", "err", err)
 		}
 		return // the lease expires and the row is tried again
 	}
-	if len(jobs) == 0 {
+	if j == nil {
 		return // deleted with its registration meanwhile
 	}
-	j := &jobs[0]
-	now := w.clock()
+	v, ok := w.attempt(log, c, j, &res)
+	if !ok {
+		return // abrupt stop: record nothing, the lease expires
+	}
+	w.record(log, c, &res, v)
+}
 
-	// Eligibility is re-checked at every attempt (spec section 6): the
-	// registration may have been deactivated, its user removed, or its
-	// target changed since the event was written.
-	if reason := w.ineligible(j); reason != "" {
-		res.Outcome, res.Error = Cancelled, reason
-		w.finish(log, c, &res, map[string]any{"status": "cancelled", "last_error": reason, "next_attempt_at": nil}, nil)
-		return
+// job is everything one attempt needs, loaded after the claim.
+type job struct {
+	registry.Webhook
+	// Ineligible is why the registration may no longer receive the event
+	// (outbox.Policy.IneligibleSQL), or empty.
+	Ineligible string     `gorm:"column:ineligible"`
+	Kind       string     `gorm:"column:kind"`
+	Payload    string     `gorm:"column:payload"`
+	OccurredAt time.Time  `gorm:"column:occurred_at"`
+	ExpiresAt  *time.Time `gorm:"column:expires_at"`
+}
+
+// loadJobSQL reads a claimed delivery's registration and event; %s is the
+// eligibility column (the registrations table must keep the name webhooks).
+const loadJobSQL = `SELECT webhooks.*, %s AS ineligible, e.kind, e.payload, e.occurred_at, e.expires_at
+FROM deliveries d
+JOIN webhooks ON webhooks.tenant_id = d.tenant_id AND webhooks.id = d.webhook_id
+JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
+WHERE d.tenant_id = ? AND d.id = ? AND d.lease_owner = ?`
+
+// load returns the claimed delivery's job, or nil when the row is gone.
+func (w *Worker) load(c outbox.Claimed) (*job, error) {
+	var jobs []job
+	if err := w.db.WithContext(w.runCtx).Raw(w.loadJob, c.TenantID, c.ID, w.owner).Scan(&jobs).Error; err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	return &jobs[0], nil
+}
+
+// verdict is what becomes of a claimed delivery: the update of its row and,
+// after a 410, the deactivation of its registration.
+type verdict struct {
+	update  outbox.Update
+	disable bool
+}
+
+// final ends a delivery with status for reason, without an attempt.
+func final(status outbox.Status, reason string) verdict {
+	return verdict{update: outbox.Update{Status: status, LastError: &reason}}
+}
+
+// goneReason is why a registration is disabled after a 410.
+const goneReason = "target answered 410 Gone"
+
+// envelope is the delivery body. data is the stored payload verbatim.
+type envelope struct {
+	ID         string          `json:"id"`
+	Event      string          `json:"event"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// attempt sends the delivery once, unless it must not be sent, and returns
+// the verdict. ok is false after an abrupt stop, when nothing may be
+// recorded.
+func (w *Worker) attempt(log *slog.Logger, c outbox.Claimed, j *job, res *Result) (v verdict, ok bool) {
+	// The attempt must end well within the lease so that nobody else can
+	// claim the row while it is still in flight.
+	actx, cancel := context.WithTimeout(w.attemptCtx, w.lease-leaseMargin/3)
+	defer cancel()
+	req, v := w.request(actx, log, c, j, res)
+	if req == nil {
+		return v, true
+	}
+	r := w.send(req, res)
+	switch {
+	case w.runCtx.Err() != nil:
+		return verdict{}, false
+	case r.err != nil && w.releasing.Load() && w.attemptCtx.Err() != nil:
+		// Stop's grace period is over: hand the delivery back uncounted.
+		res.Outcome = Released
+		now := w.clock()
+		return verdict{update: outbox.Update{Status: outbox.Pending, NextAttemptAt: &now}}, true
+	}
+	return w.classify(c, j, r, res), true
+}
+
+// request builds the signed POST of the delivery. When the delivery must
+// not be sent it returns nil and the verdict instead: the registration is no
+// longer eligible, the event has expired, this replica cannot open the
+// signing secret, or the stored event or target is unusable.
+func (w *Worker) request(ctx context.Context, log *slog.Logger, c outbox.Claimed, j *job, res *Result) (*http.Request, verdict) {
+	now := w.clock()
+	// Eligibility is re-checked at every attempt: the registration may have
+	// been deactivated, its user removed, or its target changed since the
+	// event was written.
+	if j.Ineligible != "" {
+		res.Outcome, res.Error = Cancelled, j.Ineligible
+		return nil, final(outbox.Cancelled, res.Error)
 	}
 	if j.ExpiresAt != nil && !now.Before(*j.ExpiresAt) {
 		res.Outcome, res.Error = Failed, "event expired before it could be delivered"
-		w.finish(log, c, &res, map[string]any{"status": "failed", "last_error": res.Error, "next_attempt_at": nil}, nil)
-		return
+		return nil, final(outbox.Failed, res.Error)
 	}
 	secrets, err := registry.OpenSecrets(w.box, &j.Webhook, now)
 	if err != nil {
@@ -470,155 +484,109 @@ func (w *Worker) process(c claimed) {
 		// later without counting an attempt.
 		log.Error("open signing secret; is FINSVC_SECRET the same on every replica?", "err", err) // never the secret itself
 		res.Outcome, res.Error = Released, "signing secret unavailable on this replica"
-		w.finish(log, c, &res, map[string]any{"status": "pending", "next_attempt_at": now.Add(secretRetry), "last_error": res.Error}, nil)
-		return
+		v := final(outbox.Pending, res.Error)
+		next := now.Add(secretRetry)
+		v.update.NextAttemptAt = &next
+		return nil, v
 	}
 	body, err := json.Marshal(envelope{ID: c.EventID, Event: j.Kind, OccurredAt: j.OccurredAt.UTC(), Data: json.RawMessage(j.Payload)})
 	if err != nil {
 		res.Outcome, res.Error = Failed, "stored payload is not valid JSON"
 		log.Error("build envelope", "err", err)
-		w.finish(log, c, &res, map[string]any{"status": "failed", "last_error": res.Error, "next_attempt_at": nil}, nil)
-		return
+		return nil, final(outbox.Failed, res.Error)
 	}
-
-	// The attempt must end well within the lease so that nobody else can
-	// claim the row while it is still in flight.
-	actx, cancel := context.WithTimeout(w.attemptCtx, w.lease-leaseMargin/3)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, j.Target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Target, bytes.NewReader(body))
 	if err != nil {
 		res.Outcome, res.Error = Failed, "invalid target URL"
-		w.finish(log, c, &res, map[string]any{"status": "failed", "last_error": res.Error, "next_attempt_at": nil}, nil)
-		return
+		return nil, final(outbox.Failed, res.Error)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "finsvc-webhooks/1.0")
 	sign.Sign(secrets, c.EventID, now, body).Apply(req.Header)
+	return req, verdict{}
+}
 
+// response is what one HTTP attempt got.
+type response struct {
+	status     int // 0 when no response came
+	retryAfter string
+	excerpt    string
+	err        error
+}
+
+func (w *Worker) send(req *http.Request, res *Result) response {
 	start := time.Now()
 	resp, err := w.client.Do(req)
-	var status int
-	var retryAfter, excerpt string
+	r := response{err: err}
 	if err == nil {
-		status = resp.StatusCode
-		retryAfter = resp.Header.Get("Retry-After")
-		excerpt, _ = httpclient.ReadCapped(resp, httpclient.ExcerptLimit)
+		r.status = resp.StatusCode
+		r.retryAfter = resp.Header.Get("Retry-After")
+		r.excerpt, _ = httpclient.ReadCapped(resp, httpclient.ExcerptLimit)
 	}
 	res.Duration = time.Since(start)
-	res.StatusCode = status
+	res.StatusCode = r.status
+	return r
+}
 
-	switch {
-	case w.runCtx.Err() != nil:
-		return // abrupt stop: record nothing, the lease expires
-	case err != nil && w.releasing.Load() && w.attemptCtx.Err() != nil:
-		res.Outcome = Released
-		w.finish(log, c, &res, map[string]any{"status": "pending", "next_attempt_at": w.clock()}, nil)
-		return
-	}
-
-	now = w.clock()
-	set := map[string]any{
-		"attempts": c.Attempts + 1, "last_attempt_at": now,
-		"last_status_code": nil, "response_excerpt": nil, "last_error": nil,
-	}
-	if err == nil {
-		set["last_status_code"] = status
-		set["response_excerpt"] = excerpt
-	}
-	var extra func(tx *gorm.DB) error
-	switch retry.Classify(status, err) {
+// classify turns the target's answer into the delivery's next state:
+// succeeded, retried on the schedule (never past the event's expires_at),
+// or failed; a 410 also disables the registration.
+func (w *Worker) classify(c outbox.Claimed, j *job, r response, res *Result) verdict {
+	now := w.clock()
+	u := outbox.Update{Attempt: &outbox.Attempt{Number: c.Attempts + 1, At: now, StatusCode: r.status, Excerpt: r.excerpt}}
+	fail := func(lastError string) { u.Status, u.LastError = outbox.Failed, &lastError }
+	switch retry.Classify(r.status, r.err) {
 	case retry.Success:
-		res.Outcome = Succeeded
-		set["status"], set["next_attempt_at"] = "succeeded", nil
+		res.Outcome, u.Status = Succeeded, outbox.Succeeded
 	case retry.Blocked:
-		res.Outcome, res.Error = Failed, httpclient.Describe(err)
-		set["status"], set["next_attempt_at"], set["last_error"] = "failed", nil, res.Error
+		res.Outcome, res.Error = Failed, httpclient.Describe(r.err)
+		fail(res.Error)
 	case retry.Disable:
-		res.Outcome, res.Error = Disabled, "target answered 410 Gone; registration disabled"
-		set["status"], set["next_attempt_at"], set["last_error"] = "failed", nil, res.Error
-		extra = func(tx *gorm.DB) error { return disable(tx, c, now) }
+		res.Outcome, res.Error = Disabled, goneReason+"; registration disabled"
+		fail(res.Error)
+		return verdict{update: u, disable: true}
 	default:
-		if err != nil {
-			res.Error = httpclient.Describe(err)
+		if r.err != nil {
+			res.Error = httpclient.Describe(r.err)
 		} else {
-			res.Error = fmt.Sprintf("target answered %d", status)
+			res.Error = fmt.Sprintf("target answered %d", r.status)
 		}
-		set["last_error"] = res.Error
-		next, ok := retry.NextAfterResponse(c.Attempts+1, status, retryAfter, now, w.rnd)
+		next, ok := retry.NextAfterResponse(c.Attempts+1, r.status, r.retryAfter, now, w.rnd)
 		switch {
 		case !ok:
 			res.Outcome = Failed
-			set["status"], set["next_attempt_at"] = "failed", nil
-			set["last_error"] = res.Error + "; attempts exhausted"
+			fail(res.Error + "; attempts exhausted")
 		case j.ExpiresAt != nil && !next.Before(*j.ExpiresAt):
 			res.Outcome = Failed
-			set["status"], set["next_attempt_at"] = "failed", nil
-			set["last_error"] = res.Error + "; retries stopped at the event's expires_at"
+			fail(res.Error + "; retries stopped at the event's expires_at")
 		default:
 			res.Outcome = Retrying
-			set["status"], set["next_attempt_at"] = "pending", next
+			lastError := res.Error
+			u.Status, u.NextAttemptAt, u.LastError = outbox.Pending, &next, &lastError
 		}
 	}
-	w.finish(log, c, &res, set, extra)
+	return verdict{update: u}
 }
 
-func (w *Worker) ineligible(j *job) string {
-	switch {
-	case !j.Active:
-		return "registration is inactive"
-	case !j.OwnerExists:
-		return "the registering user no longer has access"
-	case !(strings.HasPrefix(j.Target, "https://") || w.allowHTTP && strings.HasPrefix(j.Target, "http://")):
-		return "target is not https"
-	}
-	return ""
-}
-
-// disable deactivates the registration after a 410 and cancels its other
-// pending deliveries.
-func disable(tx *gorm.DB, c claimed, now time.Time) error {
-	reason := "target answered 410 Gone"
-	if err := tx.Table("webhooks").Where("tenant_id = ? AND id = ?", c.TenantID, c.WebhookID).
-		Updates(map[string]any{"active": false, "disabled_reason": reason, "updated_at": now}).Error; err != nil {
-		return err
-	}
-	return tx.Table("deliveries").
-		Where("tenant_id = ? AND webhook_id = ? AND status = 'pending' AND id <> ?", c.TenantID, c.WebhookID, c.ID).
-		Updates(map[string]any{"status": "cancelled", "next_attempt_at": nil, "last_error": "registration disabled: " + reason, "updated_at": now}).Error
-}
-
-// finish writes the outcome, conditional on still holding the lease.
-func (w *Worker) finish(log *slog.Logger, c claimed, res *Result, set map[string]any, extra func(*gorm.DB) error) {
-	set["lease_owner"], set["lease_expires_at"], set["updated_at"] = nil, nil, w.clock()
+// record writes the verdict, conditional on still holding the lease, and
+// logs it.
+func (w *Worker) record(log *slog.Logger, c outbox.Claimed, res *Result, v verdict) {
 	// The attempt happened; record it even when Stop's grace period has
 	// just run out, but not after an abrupt stop.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.runCtx), releaseTimeout)
 	defer cancel()
-	write := func(tx *gorm.DB) error {
-		r := tx.Table("deliveries").
-			Where("tenant_id = ? AND id = ? AND lease_owner = ? AND status = 'delivering'", c.TenantID, c.ID, w.owner).
-			Updates(set)
-		if r.Error != nil {
-			return r.Error
-		}
-		if r.RowsAffected == 0 {
-			res.Outcome = LeaseLost
-			return nil
-		}
-		if extra != nil {
-			return extra(tx)
-		}
-		return nil
+	now := w.clock()
+	var then func(*gorm.DB) error
+	if v.disable {
+		then = func(tx *gorm.DB) error { return registry.Disable(tx, c.TenantID, c.WebhookID, goneReason, now) }
 	}
-	var err error
-	if extra == nil {
-		err = write(w.db.WithContext(ctx)) // a single statement needs no transaction
-	} else {
-		err = w.db.Tx(ctx, write)
-	}
+	held, err := outbox.Finish(ctx, w.db, c, w.owner, v.update, now, then)
 	if err != nil {
 		log.Error("record delivery outcome", "err", err)
 		return
+	}
+	if !held {
+		res.Outcome = LeaseLost
 	}
 	switch res.Outcome {
 	case LeaseLost:
@@ -628,26 +596,4 @@ func (w *Worker) finish(log *slog.Logger, c claimed, res *Result, set map[string
 	default:
 		log.Info("delivery attempt", "outcome", string(res.Outcome), "status", res.StatusCode, "error", res.Error)
 	}
-}
-
-// Depth reports the outbox depth for metrics: deliveries waiting for an
-// attempt (pending) and in flight (delivering), across tenants.
-func Depth(ctx context.Context, d *db.DB) (pending, delivering int64, err error) {
-	var rows []struct {
-		Status string
-		N      int64
-	}
-	err = d.WithContext(ctx).Table("deliveries").Select("status, COUNT(*) AS n").
-		Where("status IN ('pending', 'delivering')").Group("status").Scan(&rows).Error
-	if err != nil {
-		return 0, 0, fmt.Errorf("delivery: outbox depth: %w", err)
-	}
-	for _, r := range rows {
-		if r.Status == "pending" {
-			pending = r.N
-		} else {
-			delivering = r.N
-		}
-	}
-	return pending, delivering, nil
 }

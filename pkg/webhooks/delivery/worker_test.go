@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -67,7 +67,7 @@ func TestDeliversSignedEnvelope(t *testing.T) {
 		}
 
 		row := f.row(ids[0])
-		mustEqual(t, "status", row.Status, "succeeded")
+		mustEqual(t, "status", row.Status, outbox.Succeeded)
 		mustEqual(t, "attempts", row.Attempts, 1)
 		mustEqual(t, "webhook", row.WebhookID, wh.ID)
 		mustEqual(t, "status code", intp(row.LastStatusCode), "202")
@@ -118,7 +118,7 @@ func TestRetryScheduleRetryAfterAnd410(t *testing.T) {
 		code = 500
 		step(1)
 		r := f.row(ev)
-		mustEqual(t, "status", r.Status, "pending")
+		mustEqual(t, "status", r.Status, outbox.Pending)
 		mustEqual(t, "attempts", r.Attempts, 1)
 		mustEqual(t, "next", r.NextAttemptAt.UTC(), clk.Now().Add(5*time.Second))
 		mustEqual(t, "error", str(r.LastError), "target answered 500")
@@ -165,12 +165,12 @@ func TestRetryScheduleRetryAfterAnd410(t *testing.T) {
 		code, retryAfter = 410, ""
 		step(1)
 		r = f.row(ev)
-		mustEqual(t, "status", r.Status, "failed")
+		mustEqual(t, "status", r.Status, outbox.Failed)
 		mustEqual(t, "code", intp(r.LastStatusCode), "410")
 		if r.NextAttemptAt != nil {
 			t.Fatal("next attempt after 410")
 		}
-		mustEqual(t, "other delivery", f.row(ids[1]).Status, "cancelled")
+		mustEqual(t, "other delivery", f.row(ids[1]).Status, outbox.Cancelled)
 		got, err := f.store.Get(f.ctx, wh.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -202,10 +202,10 @@ func TestAttemptsExhausted(t *testing.T) {
 			r := f.row(ev)
 			mustEqual(t, "attempts", r.Attempts, i)
 			if i < 8 {
-				mustEqual(t, "status", r.Status, "pending")
+				mustEqual(t, "status", r.Status, outbox.Pending)
 				clk.Set(r.NextAttemptAt.UTC())
 			} else {
-				mustEqual(t, "status", r.Status, "failed")
+				mustEqual(t, "status", r.Status, outbox.Failed)
 				if !strings.Contains(str(r.LastError), "exhausted") {
 					t.Fatalf("last error %q", str(r.LastError))
 				}
@@ -236,11 +236,11 @@ func TestFetchDataStopsAtExpiresAt(t *testing.T) {
 		clk.Set(f.row(ev).NextAttemptAt.UTC())
 		w.RunOnce(f.ctx) // fails; next in 5m, still before expires_at
 		r := f.row(ev)
-		mustEqual(t, "status", r.Status, "pending")
+		mustEqual(t, "status", r.Status, outbox.Pending)
 		clk.Set(r.NextAttemptAt.UTC())
 		w.RunOnce(f.ctx) // fails; 30m would be past expires_at: stop
 		r = f.row(ev)
-		mustEqual(t, "status", r.Status, "failed")
+		mustEqual(t, "status", r.Status, outbox.Failed)
 		mustEqual(t, "attempts", r.Attempts, 3)
 		if !strings.Contains(str(r.LastError), "expires_at") || r.NextAttemptAt != nil {
 			t.Fatalf("row %+v, error %s", r, str(r.LastError))
@@ -254,7 +254,7 @@ func TestFetchDataStopsAtExpiresAt(t *testing.T) {
 			t.Fatal("expired event not claimed")
 		}
 		r = f.row(ev2)
-		mustEqual(t, "status", r.Status, "failed")
+		mustEqual(t, "status", r.Status, outbox.Failed)
 		mustEqual(t, "attempts", r.Attempts, 0)
 		mustEqual(t, "requests", len(rc.requests()), 3)
 	})
@@ -288,7 +288,7 @@ func TestSSRFBlockedTargetsAreLoggedAsBlocked(t *testing.T) {
 			t.Fatalf("RunOnce = %d, %v", n, err)
 		}
 		for _, r := range f.rows() {
-			if r.Status != "failed" || str(r.LastError) != "target address not allowed" || r.Attempts != 1 || r.LastStatusCode != nil || r.NextAttemptAt != nil {
+			if r.Status != outbox.Failed || str(r.LastError) != "target address not allowed" || r.Attempts != 1 || r.LastStatusCode != nil || r.NextAttemptAt != nil {
 				t.Errorf("webhook %d: status %s error %q attempts %d", r.WebhookID, r.Status, str(r.LastError), r.Attempts)
 			}
 		}
@@ -313,9 +313,9 @@ func TestIneligibleRegistrationsAreCancelled(t *testing.T) {
 			t.Fatalf("claimed %d", n)
 		}
 		for _, r := range f.rows() {
-			want := "succeeded"
+			want := outbox.Succeeded
 			if r.WebhookID == inactive.ID {
-				want = "cancelled"
+				want = outbox.Cancelled
 			}
 			mustEqual(t, "status", r.Status, want)
 		}
@@ -323,7 +323,7 @@ func TestIneligibleRegistrationsAreCancelled(t *testing.T) {
 		d.Exec("DELETE FROM users WHERE tenant_id = ?", f.tid)
 		w.RunOnce(f.ctx)
 		r := f.row(ev2)
-		mustEqual(t, "status", r.Status, "cancelled")
+		mustEqual(t, "status", r.Status, outbox.Cancelled)
 		mustEqual(t, "requests", len(rc.requests()), 1)
 		_ = ev
 	})
@@ -430,14 +430,14 @@ func TestStopReleasesAttemptsAfterGrace(t *testing.T) {
 		w.Start(context.Background())
 		waitFor(t, rc.arrived) // the attempt is in flight
 		r := f.row(ev)
-		if r.Status != "delivering" || str(r.LeaseOwner) != w.Owner() || r.LeaseExpiresAt == nil {
+		if r.Status != outbox.Delivering || str(r.LeaseOwner) != w.Owner() || r.LeaseExpiresAt == nil {
 			t.Fatalf("in flight: %+v", r)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // no grace left
 		w.Stop(ctx)
 		r = f.row(ev)
-		if r.Status != "pending" || r.LeaseOwner != nil || r.LeaseExpiresAt != nil || r.Attempts != 0 {
+		if r.Status != outbox.Pending || r.LeaseOwner != nil || r.LeaseExpiresAt != nil || r.Attempts != 0 {
 			t.Fatalf("after stop: %+v", r)
 		}
 		// Another worker picks it up at once.
@@ -450,7 +450,7 @@ func TestStopReleasesAttemptsAfterGrace(t *testing.T) {
 		if n, _ := w2.RunOnce(f.ctx); n != 1 {
 			t.Fatal("released delivery not claimable")
 		}
-		mustEqual(t, "status", f.row(ev).Status, "succeeded")
+		mustEqual(t, "status", f.row(ev).Status, outbox.Succeeded)
 	})
 }
 
@@ -476,22 +476,8 @@ func TestStopFinishesAttemptsWithinGrace(t *testing.T) {
 		close(release)
 		<-stopped
 		r := f.row(ev)
-		mustEqual(t, "status", r.Status, "succeeded")
+		mustEqual(t, "status", r.Status, outbox.Succeeded)
 		mustEqual(t, "attempts", r.Attempts, 1)
-	})
-}
-
-func TestDepth(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, d *db.DB) {
-		f := newFixture(t, d)
-		f.register(outbox.ActCreated, "https://a.example.com/")
-		ids := f.emit(outbox.ActCreated, 4, nil, nil)
-		d.Table("deliveries").Where("event_id = ?", ids[0]).Update("status", "delivering")
-		d.Table("deliveries").Where("event_id = ?", ids[1]).Update("status", "succeeded")
-		p, dl, err := delivery.Depth(context.Background(), d)
-		if err != nil || p != 2 || dl != 1 {
-			t.Fatalf("depth %d+%d, %v", p, dl, err)
-		}
 	})
 }
 
@@ -507,7 +493,7 @@ func TestWrongGlobalSecretPostponesWithoutFailing(t *testing.T) {
 			t.Fatal("not claimed")
 		}
 		r := f.row(ev)
-		if r.Status != "pending" || r.Attempts != 0 || r.LeaseOwner != nil || !r.NextAttemptAt.UTC().Equal(clk.Now().Add(5*time.Minute)) {
+		if r.Status != outbox.Pending || r.Attempts != 0 || r.LeaseOwner != nil || !r.NextAttemptAt.UTC().Equal(clk.Now().Add(5*time.Minute)) {
 			t.Fatalf("row %+v", r)
 		}
 		mustEqual(t, "requests", len(rc.requests()), 0)
@@ -515,6 +501,6 @@ func TestWrongGlobalSecretPostponesWithoutFailing(t *testing.T) {
 		f.cfg.Secret = globalSecret
 		clk.Advance(5 * time.Minute)
 		f.worker(delivery.WithNow(clk.Now)).RunOnce(f.ctx)
-		mustEqual(t, "status", f.row(ev).Status, "succeeded")
+		mustEqual(t, "status", f.row(ev).Status, outbox.Succeeded)
 	})
 }

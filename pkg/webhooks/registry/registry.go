@@ -17,15 +17,15 @@ import (
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
 // RotationOverlap is how long the previous secret keeps signing after a
-// rotation (DESIGN section 5).
+// rotation, so that receivers can switch secrets without losing deliveries.
 const RotationOverlap = 24 * time.Hour
 
 // Webhook is a registration as the API shows it (never with its secret).
@@ -77,7 +77,7 @@ func New(d *db.DB, box *secretbox.Box, o Options) *Store {
 	return &Store{db: d, box: box, allowPrivate: o.AllowPrivate, notifier: o.Notifier, now: now}
 }
 
-func (s *Store) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+func (s *Store) clock() time.Time { return db.Clock(s.now).Now() }
 
 // Secrets returns the registration's currently valid signing secrets: the
 // current one and, during a rotation overlap, the previous one. Delivery
@@ -202,7 +202,7 @@ func (s *Store) Update(ctx context.Context, id int64, target *string, active *bo
 			if *active {
 				set["disabled_reason"] = nil
 			} else if cur.Active {
-				if err := cancelPending(ctx, tx, id, now); err != nil {
+				if err := outbox.CancelPending(tx, tenant.ID(ctx), id, "", now); err != nil {
 					return err
 				}
 			}
@@ -216,13 +216,15 @@ func (s *Store) Update(ctx context.Context, id int64, target *string, active *bo
 	return w, err
 }
 
-// cancelPending cancels the registration's deliveries that wait for an
-// attempt. Deliveries in flight finish; the worker re-checks the
-// registration before each attempt.
-func cancelPending(ctx context.Context, tx *gorm.DB, webhookID int64, now time.Time) error {
-	return tenant.Scope(ctx, tx.Table("deliveries")).
-		Where("webhook_id = ? AND status = 'pending'", webhookID).
-		Updates(map[string]any{"status": "cancelled", "next_attempt_at": nil, "updated_at": now}).Error
+// Disable deactivates a registration whose target asked to stop (410
+// Gone), records why, and cancels its pending deliveries, inside tx. The
+// delivery workers call it across tenants, hence the explicit tenant id.
+func Disable(tx *gorm.DB, tenantID, id int64, reason string, now time.Time) error {
+	if err := tx.Table("webhooks").Where("tenant_id = ? AND id = ?", tenantID, id).
+		Updates(map[string]any{"active": false, "disabled_reason": reason, "updated_at": now}).Error; err != nil {
+		return fmt.Errorf("registry: disable webhook %d: %w", id, err)
+	}
+	return outbox.CancelPending(tx, tenantID, id, "registration disabled: "+reason, now)
 }
 
 // Delete removes the registration. Its deliveries go with it (the delivery
@@ -230,11 +232,10 @@ func cancelPending(ctx context.Context, tx *gorm.DB, webhookID int64, now time.T
 func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 	defer apperr.Wrap(&err, "registry.Delete(%d)", id)
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
-		res := tenant.Scope(ctx, tx.Table("deliveries")).Where("webhook_id = ?", id).Delete(nil)
-		if res.Error != nil {
-			return res.Error
+		if err := outbox.DeleteDeliveries(tx, tenant.ID(ctx), id); err != nil {
+			return err
 		}
-		res = tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Webhook{})
+		res := tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Webhook{})
 		if res.Error != nil {
 			return res.Error
 		}
@@ -285,18 +286,18 @@ func (s *Store) Rotate(ctx context.Context, id int64) (w *Webhook, secret string
 
 // Delivery is one delivery log entry.
 type Delivery struct {
-	ID              string     `gorm:"column:id"`
-	WebhookID       int64      `gorm:"column:webhook_id"`
-	EventID         string     `gorm:"column:event_id"`
-	Event           string     `gorm:"column:event"`
-	Status          string     `gorm:"column:status"`
-	Attempts        int        `gorm:"column:attempts"`
-	LastStatusCode  *int       `gorm:"column:last_status_code"`
-	LastError       *string    `gorm:"column:last_error"`
-	ResponseExcerpt *string    `gorm:"column:response_excerpt"`
-	LastAttemptAt   *time.Time `gorm:"column:last_attempt_at"`
-	NextAttemptAt   *time.Time `gorm:"column:next_attempt_at"`
-	CreatedAt       time.Time  `gorm:"column:created_at"`
+	ID              string        `gorm:"column:id"`
+	WebhookID       int64         `gorm:"column:webhook_id"`
+	EventID         string        `gorm:"column:event_id"`
+	Event           string        `gorm:"column:event"`
+	Status          outbox.Status `gorm:"column:status"`
+	Attempts        int           `gorm:"column:attempts"`
+	LastStatusCode  *int          `gorm:"column:last_status_code"`
+	LastError       *string       `gorm:"column:last_error"`
+	ResponseExcerpt *string       `gorm:"column:response_excerpt"`
+	LastAttemptAt   *time.Time    `gorm:"column:last_attempt_at"`
+	NextAttemptAt   *time.Time    `gorm:"column:next_attempt_at"`
+	CreatedAt       time.Time     `gorm:"column:created_at"`
 }
 
 const deliveryColumns = "deliveries.id, deliveries.webhook_id, deliveries.event_id, events.kind AS event, deliveries.status, " +
@@ -349,17 +350,11 @@ func (s *Store) Redeliver(ctx context.Context, webhookID int64, deliveryID uuid.
 		if !w.Active {
 			return apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before redelivering.")
 		}
-		if cur.Status == "delivering" {
+		if cur.Status == outbox.Delivering {
 			return apperr.E(apperr.Invalid, "An attempt of this delivery is in flight; try again when it has finished.")
 		}
-		res := tenant.Scope(ctx, tx.Table("deliveries")).
-			Where("id = ? AND webhook_id = ? AND status <> 'delivering'", deliveryID.String(), webhookID).
-			Updates(map[string]any{
-				"status": "pending", "attempts": 0, "next_attempt_at": now,
-				"lease_owner": nil, "lease_expires_at": nil, "updated_at": now,
-			})
-		if res.Error != nil {
-			return res.Error
+		if err := outbox.Requeue(tx, tenant.ID(ctx), webhookID, deliveryID.String(), now); err != nil {
+			return err
 		}
 		var out Delivery
 		if err := s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).

@@ -1,9 +1,14 @@
-// Package outbox records webhook events durably, inside the business
-// transaction that caused them (DESIGN section 5): one events row plus one
-// deliveries row per eligible registration. A crash after commit loses
-// nothing, a rollback leaves nothing behind, and delivery workers pick the
-// rows up later. Call Emit with the same *gorm.DB transaction that writes the
-// business change.
+// Package outbox owns the events and deliveries tables. Emit records a
+// webhook event durably, inside the business transaction that caused it:
+// one events row plus one deliveries row per eligible registration. A crash
+// after commit loses nothing, a rollback leaves nothing behind, and delivery
+// workers pick the rows up later. Call Emit with the same *gorm.DB
+// transaction that writes the business change.
+//
+// The rest of a delivery's life is here too (deliveries.go): the claim
+// under a lease, the recorded outcome of each attempt, cancellation,
+// redelivery and deletion. The eligibility rule (eligible.go) and the
+// delivery statuses (status.go) have their one home here.
 package outbox
 
 import (
@@ -49,13 +54,6 @@ type Event struct {
 	ExpiresAt *time.Time
 }
 
-// Policy says which registrations are eligible. AllowHTTP admits http://
-// targets (FINSVC_WEBHOOK_ALLOW_PRIVATE, tests and demo); otherwise only
-// https:// targets are.
-type Policy struct {
-	AllowHTTP bool
-}
-
 // NotifyChannel is the PostgreSQL NOTIFY channel delivery workers LISTEN on.
 // Emit notifies it inside the business transaction, and PostgreSQL delivers
 // the notification only when (and if) that transaction commits, to every
@@ -72,21 +70,12 @@ type Outbox struct {
 	Notifier Notifier
 }
 
-// eligible selects the registrations of kind that may receive an event of the
-// current tenant: active, with an https target (or http when allowed), and
-// created by a user who still exists in the tenant — every user of a tenant
-// may read its acts, so an existing user is one with access to the act
-// (spec section 6, "Registration conditions").
+// eligible selects the current tenant's registrations of kind that may
+// receive an event now (Policy.conditions).
 func (o *Outbox) eligible(ctx context.Context, tx *gorm.DB, kind string) *gorm.DB {
-	q := tenant.Scope(ctx, tx.Table("webhooks")).
-		Where("webhooks.event = ? AND webhooks.active", kind).
-		Where("EXISTS (SELECT 1 FROM users u WHERE u.tenant_id = webhooks.tenant_id AND u.id = webhooks.created_by_user_id)")
-	if o.Policy.AllowHTTP {
-		q = q.Where("(webhooks.target LIKE 'https://%' OR webhooks.target LIKE 'http://%')")
-	} else {
-		q = q.Where("webhooks.target LIKE 'https://%'")
-	}
-	return q
+	return tenant.Scope(ctx, tx.Table("webhooks")).
+		Where("webhooks.event = ?", kind).
+		Where(o.Policy.eligibleSQL())
 }
 
 // EligibleCount reports how many registrations would receive an event of kind
@@ -140,7 +129,7 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (int, error) {
 	for _, h := range hooks {
 		rows = append(rows, map[string]any{
 			"tenant_id": tid, "id": uuid.NewString(), "webhook_id": h, "event_id": ev.ID.String(),
-			"status": "pending", "attempts": 0, "next_attempt_at": now,
+			"status": string(Pending), "attempts": 0, "next_attempt_at": now,
 			"created_at": now, "updated_at": now,
 		})
 	}

@@ -1,4 +1,4 @@
-package fetch_test
+package acts_test
 
 import (
 	"context"
@@ -9,18 +9,18 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/fetch"
-	"github.com/finsvc/finsvc/pkg/outbox"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // bulkFixture is an act with n external number fields and a registration
 // that makes fetch requests possible.
 type bulkFixture struct {
-	ctx context.Context
-	act *acts.Detail
-	svc *fetch.Service
+	ctx   context.Context
+	p     *auth.Principal
+	act   *acts.Detail
+	store *acts.Store
 }
 
 func newBulkFixture(tb testing.TB, d *db.DB, n int) *bulkFixture {
@@ -48,26 +48,25 @@ func newBulkFixture(tb testing.TB, d *db.DB, n int) *bulkFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &bulkFixture{ctx: ctx, act: a, svc: &fetch.Service{DB: d, Outbox: &outbox.Outbox{}}}
+	return &bulkFixture{ctx: ctx, p: p, act: a, store: acts.NewStore(d, &outbox.Outbox{})}
 }
 
 // request opens a fetch request over the first n fields and returns the
 // write answering all of them.
-func (f *bulkFixture) request(tb testing.TB, n, round int) fetch.Write {
+func (f *bulkFixture) request(tb testing.TB, n, round int) acts.DataWrite {
 	tb.Helper()
 	ids := make([]int64, n)
 	for i := range ids {
 		ids[i] = f.act.Data[i].ID
 	}
-	p, _ := auth.FromContext(f.ctx)
-	v, err := f.svc.CreateRequest(f.ctx, p, f.act.Act.UUID, ids)
+	v, err := f.store.CreateRequest(f.ctx, f.p, f.act.Act.UUID, ids)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := fetch.Write{FetchRequestID: &v.Request.ID, Items: make([]fetch.Item, n)}
+	w := acts.DataWrite{FetchRequestID: &v.Request.ID, Items: make([]acts.DataItem, n)}
 	for i := range w.Items {
 		id, val := ids[i], fmt.Sprintf("%d.%d", round, i)
-		w.Items[i] = fetch.Item{ID: &id, Value: &val}
+		w.Items[i] = acts.DataItem{ID: &id, Value: &val}
 	}
 	return w
 }
@@ -77,12 +76,12 @@ func TestBulkPutQueryCount(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		f := newBulkFixture(t, d, 200)
 		counted, count := d.CountQueries()
-		cs := &fetch.Service{DB: counted, Outbox: &outbox.Outbox{}}
+		cs := acts.NewStore(counted, &outbox.Outbox{})
 		got := map[int]int{}
 		for round, n := range []int{2, 20, 200} {
 			w := f.request(t, n, round)
 			before := count()
-			res, err := cs.Apply(f.ctx, f.act.Act.UUID, w)
+			res, err := cs.WriteData(f.ctx, f.p, f.act.Act.UUID, w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,13 +90,13 @@ func TestBulkPutQueryCount(t *testing.T) {
 				t.Fatalf("bulk of %d: %d data points back", n, len(res.Data))
 			}
 			// Ordinary edits of the same fields: constant too.
-			e := fetch.Write{Items: w.Items}
+			e := acts.DataWrite{Items: w.Items}
 			for i := range e.Items {
 				v := fmt.Sprintf("-%d", i)
 				e.Items[i].Value = &v
 			}
 			before = count()
-			if _, err := cs.Apply(f.ctx, f.act.Act.UUID, e); err != nil {
+			if _, err := cs.WriteData(f.ctx, f.p, f.act.Act.UUID, e); err != nil {
 				t.Fatal(err)
 			}
 			got[-n] = count() - before
@@ -136,7 +135,7 @@ func BenchmarkBulkPut200(b *testing.B) {
 				b.StopTimer()
 				w := f.request(b, 200, i)
 				b.StartTimer()
-				if _, err := f.svc.Apply(f.ctx, f.act.Act.UUID, w); err != nil {
+				if _, err := f.store.WriteData(f.ctx, f.p, f.act.Act.UUID, w); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package ops_test
+package app_test
 
 import (
 	"fmt"
@@ -12,11 +12,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/money"
-	"github.com/finsvc/finsvc/pkg/ops"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
@@ -27,20 +26,16 @@ import (
 // bare echo handler running the same store query, on PostgreSQL
 // (FINSVC_TEST_DATABASE_URL) or SQLite.
 //
-//	go test -run - -bench GetClientChain -benchmem ./pkg/ops
+//	go test -run - -bench GetClientChain -benchmem ./pkg/app
 func BenchmarkGetClientChain(b *testing.B) {
 	for _, dialect := range testdb.Dialects() {
 		b.Run(dialect, func(b *testing.B) {
 			d := testdb.Open(b, dialect)
 			env := apitest.New(b, apitest.WithDB(d),
 				apitest.WithConfig(func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = 1e6, 1_000_000 }),
-				apitest.WithDeps(func(deps *httpapi.Deps) {
-					deps.Tenants = tenant.NewStore(d)                            // production's cached resolver
-					deps.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) // production's format
-					if _, _, err := ops.Wire(deps); err != nil {
-						b.Fatal(err)
-					}
-				}))
+				apitest.WithApp(
+					app.WithTenants(tenant.NewStore(d)),                             // production's cached resolver
+					app.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))) // production's format
 			acme := env.Tenant("acme")
 			tok := acme.AdminToken()
 			c, err := clients.NewStore(d).Create(acme.Ctx, clients.Input{CompanyName: "Bench AB", OrgNumber: "5560000001", Country: "SE", CreditLimit: money.MustParse("1000.50")})

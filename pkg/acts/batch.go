@@ -1,4 +1,4 @@
-package fetch
+package acts
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/pkg/tenant"
@@ -94,10 +95,10 @@ func updateDataPoints(ctx context.Context, tx *gorm.DB, ws []dpWrite, now time.T
 	}
 	res := tenant.Scope(ctx, tx.Table("data_points")).Where("id IN ?", ids).Updates(set)
 	if res.Error != nil {
-		return fmt.Errorf("fetch: update %d data points: %w", len(ws), res.Error)
+		return fmt.Errorf("acts: update %d data points: %w", len(ws), res.Error)
 	}
 	if res.RowsAffected != int64(len(ws)) {
-		return fmt.Errorf("fetch: updated %d data points, want %d", res.RowsAffected, len(ws))
+		return fmt.Errorf("acts: updated %d data points, want %d", res.RowsAffected, len(ws))
 	}
 	return nil
 }
@@ -105,13 +106,13 @@ func updateDataPoints(ctx context.Context, tx *gorm.DB, ws []dpWrite, now time.T
 // fieldWrite is one field state change within a request.
 type fieldWrite struct {
 	DataPointID int64
-	State       string
+	State       FieldState
 	ResultValue *string // set for accepted
 	Error       *string // set for failed
 }
 
 // updateFields applies ws to the fields of request id in one UPDATE.
-func updateFields(ctx context.Context, tx *gorm.DB, requestID string, ws []fieldWrite, now time.Time) error {
+func updateFields(ctx context.Context, tx *gorm.DB, requestID uuid.UUID, ws []fieldWrite, now time.Time) error {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -142,10 +143,10 @@ func updateFields(ctx context.Context, tx *gorm.DB, requestID string, ws []field
 	res := tenant.Scope(ctx, tx.Table("fetch_request_fields")).
 		Where("fetch_request_id = ? AND data_point_id IN ?", requestID, ids).Updates(set)
 	if res.Error != nil {
-		return fmt.Errorf("fetch: update %d request fields: %w", len(ws), res.Error)
+		return fmt.Errorf("acts: update %d request fields: %w", len(ws), res.Error)
 	}
 	if res.RowsAffected != int64(len(ws)) {
-		return fmt.Errorf("fetch: updated %d request fields, want %d", res.RowsAffected, len(ws))
+		return fmt.Errorf("acts: updated %d request fields, want %d", res.RowsAffected, len(ws))
 	}
 	return nil
 }

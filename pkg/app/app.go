@@ -1,0 +1,338 @@
+// Package app is the composition root: the one place that builds the
+// service from its configuration. It opens the database (unless given one),
+// builds every store and service once, hands them to the HTTP layer
+// (httpapi.Deps) and owns every goroutine and connection that lives beside
+// the requests: the webhook delivery worker, the OAuth janitor, the bearer
+// token cache's LISTEN connection and the rate limiter's Redis client.
+//
+//	a, err := app.New(cfg, app.WithLogger(logger))
+//	defer a.Close()
+//	a.Start(ctx)
+//	srv.Serve(ctx, a.Handler())
+//
+// cmd/finsvc (serve, demo), the benchmarks (bench/) and the test harness
+// (pkg/apitest) all start here, so what they run and measure is what
+// production runs. Tests replace parts through Options, each one a named
+// field (a test authenticator, a clock, a database); there are no hooks
+// whose order matters.
+//
+// Why here and not in httpapi: the HTTP layer translates requests and must
+// not know how a service is made (nor own a goroutine); the domain packages
+// must not know about each other's wiring. Both stay testable on their own
+// because this package is the only one that knows the whole graph.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/pkg/acts"
+	"github.com/finsvc/finsvc/pkg/authcache"
+	"github.com/finsvc/finsvc/pkg/clients"
+	"github.com/finsvc/finsvc/pkg/config"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/docs"
+	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/metrics"
+	"github.com/finsvc/finsvc/pkg/oauth"
+	"github.com/finsvc/finsvc/pkg/ratelimit"
+	"github.com/finsvc/finsvc/pkg/templates"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/webhooks"
+	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
+)
+
+// Token cache settings: entries live at most TokenCacheTTL (revocation is
+// immediate through PostgreSQL notifications; the TTL only bounds what a
+// silently lost listener could miss).
+const (
+	TokenCacheTTL  = 10 * time.Second
+	TokenCacheSize = 100_000
+)
+
+// Option replaces one part the App would otherwise build.
+type Option func(*options)
+
+type options struct {
+	db           *db.DB
+	logger       *slog.Logger
+	auth         httpapi.Authenticator
+	tenants      httpapi.TenantResolver
+	now          db.Clock
+	limiter      *ratelimit.Limiter
+	deliveryOpts []delivery.Option
+	noDeliveries bool
+}
+
+// WithDB serves d instead of opening cfg's database; Close leaves it open.
+// d must be migrated.
+func WithDB(d *db.DB) Option { return func(o *options) { o.db = d } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithAuthenticator checks bearer tokens with a instead of the OAuth
+// service (whose endpoints and pages are still served). The token cache and
+// the token-check counter wrap it as they wrap the real one.
+func WithAuthenticator(a httpapi.Authenticator) Option { return func(o *options) { o.auth = a } }
+
+// WithTenants resolves tenants with r instead of a cached tenant.Store.
+func WithTenants(r httpapi.TenantResolver) Option { return func(o *options) { o.tenants = r } }
+
+// WithClock is the clock of the act aggregate (tests expire fetch requests
+// with it).
+func WithClock(now db.Clock) Option { return func(o *options) { o.now = now } }
+
+// WithLimiter uses l instead of the limiter cfg describes; the caller
+// closes it.
+func WithLimiter(l *ratelimit.Limiter) Option { return func(o *options) { o.limiter = l } }
+
+// WithDeliveryOptions adjusts the webhook delivery worker (TLS roots, poll
+// interval, …).
+func WithDeliveryOptions(opts ...delivery.Option) Option {
+	return func(o *options) { o.deliveryOpts = append(o.deliveryOpts, opts...) }
+}
+
+// WithoutDeliveries makes Start run no delivery worker, so that deliveries
+// stay pending (the load benchmark measures the request path alone).
+func WithoutDeliveries() Option { return func(o *options) { o.noDeliveries = true } }
+
+// App is the assembled service.
+type App struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	db      *db.DB
+	oauth   *oauth.Service
+	metrics *metrics.Metrics
+	handler http.Handler
+
+	worker  *delivery.Worker // started by Start; nil WithoutDeliveries
+	janitor *oauth.Janitor
+	cache   *authcache.Cache // nil unless PostgreSQL with a database URL
+
+	// closers release what New opened, in reverse order.
+	closers []func() error
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	stopFns  []func()
+	stopOnce sync.Once
+	closeOne sync.Once
+	closeErr error
+}
+
+// New builds the service from cfg. Without WithDB it opens cfg's database
+// and migrates it (unless cfg.NoMigrate). It resolves the global secret
+// (config.ResolveSecret): webhook secrets, OAuth tokens and CSRF keys derive
+// from it. Nothing runs in the background until Start.
+func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
+	var o options
+	for _, fn := range opts {
+		fn(&o)
+	}
+	a := &App{cfg: cfg, log: o.logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	defer func() {
+		if err != nil {
+			_ = a.Close()
+		}
+	}()
+
+	a.db = o.db
+	if a.db == nil {
+		if a.db, err = openDB(cfg, a.log); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, a.db.Close)
+	}
+	generated, err := cfg.ResolveSecret(a.db.Dialect)
+	if err != nil {
+		return nil, err
+	}
+	if generated {
+		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
+	}
+	if a.oauth, err = oauth.New(a.db, cfg, a.log); err != nil {
+		return nil, err
+	}
+	a.janitor = oauth.NewJanitor(a.db, a.log)
+	a.metrics = metrics.New(a.db)
+
+	limiter := o.limiter
+	if limiter == nil {
+		if limiter, err = ratelimit.New(cfg, a.log); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, limiter.Close)
+	}
+
+	// The webhook context: events written by acts, fetch requests and
+	// redeliveries wake this replica's worker at once (if Start runs it;
+	// otherwise they wait, pending).
+	wh, err := webhooks.New(a.db, cfg, a.log, append([]delivery.Option{delivery.WithObserver(countDelivery)}, o.deliveryOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if !o.noDeliveries {
+		a.worker = wh.Worker
+	}
+
+	var authn httpapi.Authenticator = a.oauth
+	if o.auth != nil {
+		authn = o.auth
+	}
+	// The cache serves only while its LISTEN connection is up, which needs
+	// PostgreSQL; on SQLite every check goes to the database.
+	if a.db.Dialect == db.Postgres && cfg.DatabaseURL != "" {
+		a.cache = authcache.New(authn, TokenCacheTTL, TokenCacheSize)
+		authn = a.cache
+	}
+	authn = metrics.Authenticator(authn)
+
+	tenants := o.tenants
+	if tenants == nil {
+		tenants = tenant.NewStore(a.db)
+	}
+	a.handler, err = httpapi.New(httpapi.Deps{
+		Config:  cfg,
+		Logger:  a.log,
+		DB:      a.db,
+		Tenants: tenants,
+		Auth:    authn,
+		Services: httpapi.Services{
+			Clients:   clients.NewStore(a.db),
+			Templates: templates.NewStore(a.db),
+			Users:     users.NewStore(a.db),
+			Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
+			Webhooks:  wh.Registry,
+		},
+		// Metrics first, so that it also observes the limiter's 429s.
+		Middleware: []echo.MiddlewareFunc{a.metrics.Middleware(), limiter.Middleware()},
+		Routes:     []func(*echo.Echo){a.oauth.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e) }},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func openDB(cfg *config.Config, log *slog.Logger) (*db.DB, error) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.NoMigrate {
+		if err := d.Migrate(ctx); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// countDelivery counts every attempted delivery by outcome
+// (finsvc_webhook_deliveries_total). Released and lost leases are not
+// outcomes of an attempt and are not counted.
+func countDelivery(r delivery.Result) {
+	switch r.Outcome {
+	case delivery.Succeeded, delivery.Retrying, delivery.Failed, delivery.Disabled, delivery.Cancelled:
+		metrics.DeliveryOutcome(string(r.Outcome))
+	}
+}
+
+// Handler is the HTTP handler of the whole service (API, OAuth, operational
+// endpoints). It serves before Start; only the background work waits for it.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// DB is the database the App serves.
+func (a *App) DB() *db.DB { return a.db }
+
+// OAuth is the authorization server (tests, maintenance).
+func (a *App) OAuth() *oauth.Service { return a.oauth }
+
+// Metrics is the Prometheus registry behind /metrics.
+func (a *App) Metrics() *metrics.Metrics { return a.metrics }
+
+// Start runs the background work: the webhook delivery worker, the OAuth
+// janitor and the token cache's listener. ctx carries values only: its
+// cancellation does not stop them (it would abandon deliveries in flight);
+// Stop or Close does, gracefully. Start may be called once.
+func (a *App) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.stopped {
+		return errors.New("app: Start called twice or after Stop")
+	}
+	a.started = true
+	bg := context.WithoutCancel(ctx)
+	if a.worker != nil {
+		if err := a.worker.Start(bg); err != nil {
+			return fmt.Errorf("webhook deliveries: %w", err)
+		}
+		a.stopFns = append(a.stopFns, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
+			defer cancel()
+			_ = a.worker.Stop(sctx)
+			a.log.Info("webhook deliveries stopped")
+		})
+	}
+	a.janitor.Start(bg)
+	a.stopFns = append(a.stopFns, a.janitor.Stop)
+	if a.cache != nil {
+		lctx, cancel := context.WithCancel(bg)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.cache.ListenPostgres(lctx, a.cfg.DatabaseURL, a.log)
+		}()
+		// Waiting for the listener to return closes its connection.
+		a.stopFns = append(a.stopFns, func() { cancel(); <-done })
+	}
+	return nil
+}
+
+// Stop ends what Start began: deliveries in flight get cfg.ShutdownGrace to
+// finish (the rest are released to other replicas), the janitor and the
+// listener end. Connections stay open for requests still in flight. It is
+// safe to call more than once, concurrently (server.OnShutdown and Close).
+func (a *App) Stop() {
+	a.stopOnce.Do(func() {
+		a.mu.Lock()
+		a.stopped = true
+		fns := a.stopFns
+		a.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, f := range fns {
+			wg.Go(f)
+		}
+		wg.Wait()
+	})
+}
+
+// Close stops the background work (Stop) and closes every connection New
+// opened: the limiter's Redis client and the database unless WithDB gave it.
+// It is safe to call more than once.
+func (a *App) Close() error {
+	a.Stop()
+	a.closeOne.Do(func() {
+		var errs []error
+		for i := len(a.closers) - 1; i >= 0; i-- {
+			errs = append(errs, a.closers[i]())
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
+}

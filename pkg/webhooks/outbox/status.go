@@ -1,0 +1,24 @@
+package outbox
+
+// Status is the state of one delivery (deliveries.status; the migration's
+// CHECK constraint lists the same values).
+type Status string
+
+// Delivery statuses. Pending and Delivering are live (a worker may still
+// attempt the row); the others are final until a redelivery.
+const (
+	Pending    Status = "pending"    // waiting for next_attempt_at
+	Delivering Status = "delivering" // leased by a worker, attempt in flight
+	Succeeded  Status = "succeeded"  // the target answered 2xx
+	Failed     Status = "failed"     // attempts exhausted, expired, blocked or 410
+	Cancelled  Status = "cancelled"  // the registration stopped being eligible
+)
+
+// SQL literals of the statuses that queries compare with. They stay
+// literals, not bind parameters, so that PostgreSQL matches the partial
+// index deliveries_due_idx (WHERE status IN ('pending', 'delivering')).
+const (
+	sqlPending    = "'" + string(Pending) + "'"
+	sqlDelivering = "'" + string(Delivering) + "'"
+	sqlLive       = "(" + sqlPending + ", " + sqlDelivering + ")"
+)
