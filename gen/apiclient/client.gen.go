@@ -282,7 +282,7 @@ type ClientInterface interface {
 
 	// CreateClientWithBody Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -291,7 +291,7 @@ type ClientInterface interface {
 
 	// CreateClient Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -400,7 +400,7 @@ type ClientInterface interface {
 
 	// ListUsers List the tenant's users
 	//
-	// Admins only. Paginated with `page` and `limit`.
+	// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 	//
 	// Corresponds with GET /api/1.0/users (the `ListUsers` operationId).
 	ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -523,7 +523,9 @@ type ClientInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -535,7 +537,9 @@ type ClientInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -547,7 +551,9 @@ type ClientInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -987,7 +993,7 @@ func (c *APIClient) ListClients(ctx context.Context, params *ListClientsParams, 
 
 // CreateClientWithBody Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1006,7 +1012,7 @@ func (c *APIClient) CreateClientWithBody(ctx context.Context, contentType string
 
 // CreateClient Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1245,7 +1251,7 @@ func (c *APIClient) UpdateTemplate(ctx context.Context, id TemplateId, body Upda
 
 // ListUsers List the tenant's users
 //
-// Admins only. Paginated with `page` and `limit`.
+// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 //
 // Corresponds with GET /api/1.0/users (the `ListUsers` operationId).
 func (c *APIClient) ListUsers(ctx context.Context, params *ListUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1508,7 +1514,9 @@ func (c *APIClient) RevokeTokenWithFormdataBody(ctx context.Context, body Revoke
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1530,7 +1538,9 @@ func (c *APIClient) ExchangeTokenWithBody(ctx context.Context, contentType strin
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1552,7 +1562,9 @@ func (c *APIClient) ExchangeToken(ctx context.Context, body ExchangeTokenJSONReq
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -3827,7 +3839,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateClientWithBodyWithResponse Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3836,7 +3848,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateClientWithResponse Create a client
 	//
-	// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+	// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3957,7 +3969,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUsersWithResponse List the tenant's users
 	//
-	// Admins only. Paginated with `page` and `limit`.
+	// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4094,7 +4106,9 @@ type ClientWithResponsesInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4106,7 +4120,9 @@ type ClientWithResponsesInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4118,7 +4134,9 @@ type ClientWithResponsesInterface interface {
 	// The `authorization_code` and `refresh_token` grants. The body is JSON
 	// or form-encoded; client credentials go in the body or in HTTP Basic
 	// auth. Each refresh rotates the refresh token: store the new one. A
-	// replayed code or a reused refresh token revokes the whole token family.
+	// code or refresh token presented more than once, by simultaneous
+	// requests too, revokes the whole token family, including the tokens
+	// the one successful presentation got.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7596,6 +7614,11 @@ type RevokeTokenResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// RevokeTokenResponse503Headers the declared response headers of an HTTP 503 response for RevokeToken
+type RevokeTokenResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RevokeTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7605,10 +7628,14 @@ type RevokeTokenResponse struct {
 	JSON401 *OAuthError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *OAuthError
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RevokeTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeTokenResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -7624,6 +7651,11 @@ func (r RevokeTokenResponse) GetJSON401() *OAuthError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r RevokeTokenResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeTokenResponse) GetJSON503() *OAuthUnavailable {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -7673,6 +7705,11 @@ type ExchangeTokenResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// ExchangeTokenResponse503Headers the declared response headers of an HTTP 503 response for ExchangeToken
+type ExchangeTokenResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ExchangeTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7684,12 +7721,16 @@ type ExchangeTokenResponse struct {
 	JSON401 *OAuthError
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *OAuthError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ExchangeTokenResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ExchangeTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExchangeTokenResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7710,6 +7751,11 @@ func (r ExchangeTokenResponse) GetJSON401() *OAuthError {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ExchangeTokenResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExchangeTokenResponse) GetJSON503() *OAuthUnavailable {
+	return r.JSON503
 }
 
 // GetJSONDefault returns the response for an HTTP default `application/json` response
@@ -7860,28 +7906,18 @@ type AuthorizeResponse302Headers struct {
 	Location *string
 }
 
-// AuthorizeResponse429Headers the declared response headers of an HTTP 429 response for Authorize
-type AuthorizeResponse429Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	RetryAfter         *int
+// AuthorizeResponse503Headers the declared response headers of an HTTP 503 response for Authorize
+type AuthorizeResponse503Headers struct {
+	RetryAfter *int
 }
 
 type AuthorizeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
 	// Headers302 the parsed response headers for an HTTP 302 response
 	Headers302 *AuthorizeResponse302Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *AuthorizeResponse429Headers
-}
-
-// GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r AuthorizeResponse) GetJSON429() *TooManyRequests {
-	return r.JSON429
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AuthorizeResponse503Headers
 }
 
 // GetBody returns the raw response body bytes
@@ -7918,28 +7954,18 @@ type SubmitConsentResponse302Headers struct {
 	Location *string
 }
 
-// SubmitConsentResponse429Headers the declared response headers of an HTTP 429 response for SubmitConsent
-type SubmitConsentResponse429Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	RetryAfter         *int
+// SubmitConsentResponse503Headers the declared response headers of an HTTP 503 response for SubmitConsent
+type SubmitConsentResponse503Headers struct {
+	RetryAfter *int
 }
 
 type SubmitConsentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
 	// Headers302 the parsed response headers for an HTTP 302 response
 	Headers302 *SubmitConsentResponse302Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *SubmitConsentResponse429Headers
-}
-
-// GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r SubmitConsentResponse) GetJSON429() *TooManyRequests {
-	return r.JSON429
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SubmitConsentResponse503Headers
 }
 
 // GetBody returns the raw response body bytes
@@ -8372,7 +8398,7 @@ func (c *ClientWithResponses) ListClientsWithResponse(ctx context.Context, param
 
 // CreateClientWithBodyWithResponse Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8387,7 +8413,7 @@ func (c *ClientWithResponses) CreateClientWithBodyWithResponse(ctx context.Conte
 
 // CreateClientWithResponse Create a client
 //
-// Members and admins. `credit_limit` is an exact decimal with at most two fractional digits.
+// Members and admins. `credit_limit` is an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8586,7 +8612,7 @@ func (c *ClientWithResponses) UpdateTemplateWithResponse(ctx context.Context, id
 
 // ListUsersWithResponse List the tenant's users
 //
-// Admins only. Paginated with `page` and `limit`.
+// Admins only, with the `users:read` scope. Paginated with `page` and `limit`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8807,7 +8833,9 @@ func (c *ClientWithResponses) RevokeTokenWithFormdataBodyWithResponse(ctx contex
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8825,7 +8853,9 @@ func (c *ClientWithResponses) ExchangeTokenWithBodyWithResponse(ctx context.Cont
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8843,7 +8873,9 @@ func (c *ClientWithResponses) ExchangeTokenWithResponse(ctx context.Context, bod
 // The `authorization_code` and `refresh_token` grants. The body is JSON
 // or form-encoded; client credentials go in the body or in HTTP Basic
 // auth. Each refresh rotates the refresh token: store the new one. A
-// replayed code or a reused refresh token revokes the whole token family.
+// code or refresh token presented more than once, by simultaneous
+// requests too, revokes the whole token family, including the tokens
+// the one successful presentation got.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13085,6 +13117,13 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OAuthUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OAuthError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13126,6 +13165,16 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13172,6 +13221,13 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest OAuthUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest OAuthError
@@ -13224,6 +13280,16 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExchangeTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13302,19 +13368,6 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 
 	switch {
 	case rsp.StatusCode == 302:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON429 = &dest
-
-	}
-
-	switch {
-	case rsp.StatusCode == 302:
 		var headers AuthorizeResponse302Headers
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
@@ -13324,29 +13377,8 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 			headers.Location = &value
 		}
 		response.Headers302 = &headers
-	case rsp.StatusCode == 429:
-		var headers AuthorizeResponse429Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
+	case rsp.StatusCode == 503:
+		var headers AuthorizeResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -13354,7 +13386,7 @@ func ParseAuthorizeResponse(rsp *http.Response) (*AuthorizeResponse, error) {
 			}
 			headers.RetryAfter = &value
 		}
-		response.Headers429 = &headers
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13375,19 +13407,6 @@ func ParseSubmitConsentResponse(rsp *http.Response) (*SubmitConsentResponse, err
 
 	switch {
 	case rsp.StatusCode == 302:
-		break // No content-type
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON429 = &dest
-
-	}
-
-	switch {
-	case rsp.StatusCode == 302:
 		var headers SubmitConsentResponse302Headers
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
@@ -13397,29 +13416,8 @@ func ParseSubmitConsentResponse(rsp *http.Response) (*SubmitConsentResponse, err
 			headers.Location = &value
 		}
 		response.Headers302 = &headers
-	case rsp.StatusCode == 429:
-		var headers SubmitConsentResponse429Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
+	case rsp.StatusCode == 503:
+		var headers SubmitConsentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -13427,7 +13425,7 @@ func ParseSubmitConsentResponse(rsp *http.Response) (*SubmitConsentResponse, err
 			}
 			headers.RetryAfter = &value
 		}
-		response.Headers429 = &headers
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -693,7 +693,7 @@ type Client struct {
 	// CreatedAt When the client was created.
 	CreatedAt time.Time `json:"created_at"`
 
-	// CreditLimit Credit limit, an exact decimal with at most two fractional digits; never rounded through binary floating point by the service.
+	// CreditLimit Credit limit, an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)); never rounded through binary floating point by the service.
 	CreditLimit money.Decimal `json:"credit_limit"`
 
 	// Id The client id, unique within the tenant.
@@ -714,7 +714,7 @@ type ClientCreate struct {
 	// Country ISO 3166-1 alpha-2 country code.
 	Country string `json:"country"`
 
-	// CreditLimit Exact decimal, at most two fractional digits.
+	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. The bound is stated here rather than as `maximum`, which validators compare in binary floating point, where it equals 1e18.
 	CreditLimit money.Decimal `json:"credit_limit"`
 
 	// OrgNumber Organization number.
@@ -738,7 +738,7 @@ type ClientUpdate struct {
 	// Country ISO 3166-1 alpha-2 country code.
 	Country *string `json:"country,omitempty"`
 
-	// CreditLimit Exact decimal, at most two fractional digits.
+	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. The bound is stated here rather than as `maximum`, which validators compare in binary floating point, where it equals 1e18.
 	CreditLimit *money.Decimal `json:"credit_limit,omitempty"`
 
 	// OrgNumber Organization number.
@@ -1324,7 +1324,7 @@ type TokenRequest struct {
 	// Example: authorization_code
 	GrantType *string `json:"grant_type,omitempty"`
 
-	// RedirectUri The redirect URI used in the authorization request.
+	// RedirectUri The redirect URI used in the authorization request, exactly as sent there.
 	RedirectUri *string `json:"redirect_uri,omitempty"`
 
 	// RefreshToken The refresh token.
@@ -1518,6 +1518,9 @@ type Forbidden = Error
 // NotFound The error body of every endpoint below `/api/1.0`.
 type NotFound = Error
 
+// OAuthUnavailable An RFC 6749 error response.
+type OAuthUnavailable = OAuthError
+
 // TooManyRequests The error body of every endpoint below `/api/1.0`.
 type TooManyRequests = Error
 
@@ -1601,7 +1604,7 @@ type AuthorizeParams struct {
 	// ClientId The app's client id.
 	ClientId string `form:"client_id" json:"client_id"`
 
-	// RedirectUri One of the app's registered redirect URIs.
+	// RedirectUri One of the app's registered redirect URIs, character for character. Nothing is normalised (scheme or host case, default or leading-zero ports, percent-encoding, a trailing slash), and loopback URIs get no exception either (apps are confidential clients, so RFC 8252's any-port rule does not apply).
 	RedirectUri string `form:"redirect_uri" json:"redirect_uri"`
 
 	// ResponseType Always `code`.

@@ -29,6 +29,8 @@ const (
 	ScopeTemplatesWrite = "templates:write"
 	ScopeWebhooksRead   = "webhooks:read"
 	ScopeWebhooksWrite  = "webhooks:write"
+	ScopeUsersRead      = "users:read"
+	ScopeUsersWrite     = "users:write"
 	ScopeOfflineAccess  = "offline_access"
 )
 
@@ -36,7 +38,24 @@ const (
 var AllScopes = []string{
 	ScopeClientsRead, ScopeClientsWrite, ScopeActsRead, ScopeActsWrite,
 	ScopeTemplatesRead, ScopeTemplatesWrite, ScopeWebhooksRead, ScopeWebhooksWrite,
-	ScopeOfflineAccess,
+	ScopeUsersRead, ScopeUsersWrite, ScopeOfflineAccess,
+}
+
+// ScopeDescriptions say what each scope grants, for the consent and app
+// pages. They are the spec's (its oauth2 security scheme); a test keeps the
+// two equal.
+var ScopeDescriptions = map[string]string{
+	ScopeClientsRead:    "Read clients",
+	ScopeClientsWrite:   "Create, change and delete clients",
+	ScopeActsRead:       "Read acts, data points, fetch requests and history",
+	ScopeActsWrite:      "Create and change acts, request refreshes, write act data",
+	ScopeTemplatesRead:  "Read templates",
+	ScopeTemplatesWrite: "Create and change templates",
+	ScopeWebhooksRead:   "Read webhook registrations and the delivery log",
+	ScopeWebhooksWrite:  "Register, change and delete webhooks",
+	ScopeUsersRead:      "Read the tenant's users: names, email addresses and roles (admins only)",
+	ScopeUsersWrite:     "Change the tenant's users (admins only; no operation needs it yet)",
+	ScopeOfflineAccess:  "Keep access through refresh tokens",
 }
 
 // ValidRole reports whether r is a known role.

@@ -28,6 +28,8 @@ const (
 	MaxOrgNumberLength   = 50
 	CreditLimitDecimals  = 2
 	creditLimitIntDigits = 18
+	// MaxCreditLimit is the largest value the column, NUMERIC(20,2), holds.
+	MaxCreditLimit = "999999999999999999.99"
 )
 
 // Input is a new client.
@@ -255,7 +257,7 @@ func CheckCreditLimit(v money.Decimal) string {
 	case v.Scale() > CreditLimitDecimals:
 		return fmt.Sprintf("must have at most %d fractional digits", CreditLimitDecimals)
 	case intDigits(v) > creditLimitIntDigits:
-		return fmt.Sprintf("must be less than 1%s", strings.Repeat("0", creditLimitIntDigits))
+		return "must be at most " + MaxCreditLimit
 	}
 	return ""
 }

@@ -174,6 +174,10 @@ func TestStoreValidation(t *testing.T) {
 			{"negative limit", clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse("-1")}, "credit_limit"},
 			{"three decimals", clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse("1.005")}, "credit_limit"},
 			{"too large", clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse("1000000000000000000")}, "credit_limit"},
+			// Tiny values used to become 0 in parsing and were stored.
+			{"tiny limit", clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse("1e-400")}, "credit_limit"},
+			{"subnormal limit", clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse("1e-320")}, "credit_limit"},
+			{"huge limit", clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse("1e300")}, "credit_limit"},
 		}
 		for _, c := range cases {
 			_, err := s.Create(ctx, c.in)

@@ -1,7 +1,13 @@
 package db
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
+	"strings"
 
 	sqlite "github.com/glebarez/go-sqlite"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -76,4 +82,67 @@ func sqliteCode(err error) (int, bool) {
 		return se.Code(), true
 	}
 	return 0, false
+}
+
+// SQLite primary result codes that mean the database cannot serve now
+// rather than that the statement is wrong.
+const (
+	sqliteBusy     = 5
+	sqliteLocked   = 6
+	sqliteIOErr    = 10
+	sqliteCantOpen = 14
+)
+
+// IsUnavailable reports whether err means the database cannot be reached or
+// cannot serve right now (connection refused or lost, server shutting down
+// or refusing connections, too many connections, the pool closed, the lock
+// not obtained within the busy timeout), as opposed to the statement's own
+// failure. Callers answer such errors with 503 and Retry-After instead of
+// mistaking them for a missing row.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	if code, ok := pgCode(err); ok {
+		// 08: connection exception; 53: insufficient resources (too many
+		// connections, disk full); 57P: shutdown, crash, cannot connect now.
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "53") || strings.HasPrefix(code, "57P")
+	}
+	if code, ok := sqliteCode(err); ok {
+		switch code & 0xff { // the primary code of an extended one
+		case sqliteBusy, sqliteLocked, sqliteIOErr, sqliteCantOpen:
+			return true
+		}
+		return false
+	}
+	// database/sql's error for a closed pool is not exported, and wrappers
+	// (fosite's errors) may leave its text out of their own.
+	return anyInChain(err, func(e error) bool { return strings.Contains(e.Error(), "sql: database is closed") })
+}
+
+// anyInChain reports whether match holds for err or any error it wraps.
+func anyInChain(err error, match func(error) bool) bool {
+	for err != nil {
+		if match(err) {
+			return true
+		}
+		if m, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range m.Unwrap() {
+				if anyInChain(e, match) {
+					return true
+				}
+			}
+			return false
+		}
+		err = errors.Unwrap(err)
+	}
+	return false
 }

@@ -319,6 +319,8 @@ func putCases() []putCase {
 		{name: "422 error over 1000 characters", items: one("revenue", nil, val(long+"x")), want: 422, key: "data[0].error"},
 		{name: "1000-character error is accepted", items: one("revenue", nil, val(long)), want: 200},
 		{name: "422 empty error", items: one("revenue", nil, val("")), want: 422, key: "data[0].error"},
+		{name: "422 NUL in error", items: one("revenue", nil, val("down\x00")), want: 422, key: "data[0].error"},
+		{name: "422 NUL in value", items: one("rating", val("A\x00"), nil), want: 422, key: "data[0].value"},
 		{name: "422 invalid currency value", items: one("revenue", val("12,5"), nil), want: 422, key: "data[0].value"},
 		{name: "422 value not a choice", items: one("rating", val("D"), nil), want: 422, key: "data[0].value"},
 		{name: "422 invalid table value", items: one("owners", val(`[{"name":"A","stake":"1"}]`), nil), want: 422, key: "data[0].value"},

@@ -262,6 +262,8 @@ func TestActCreateValidation(t *testing.T) {
 			map[string]any{"client_id": "1", "template_id": f.tpl.ID, "title": "x"},
 			map[string]any{"client_id": f.client.ID, "template_id": f.tpl.ID, "title": "x", "status": "final"},
 			"{not json",
+			map[string]any{"client_id": f.client.ID, "template_id": f.tpl.ID, "title": "Q1\x00"},
+			fmt.Sprintf("{\"client_id\":%d,\"template_id\":%d,\"title\":\"Q1\xff\"}", f.client.ID, f.tpl.ID),
 		} {
 			f.Do("POST", "/api/1.0/acts", f.tok, body).Status(t, http.StatusBadRequest)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -128,6 +129,8 @@ func TestClientsValidation(t *testing.T) {
 			{"blank name", with("company_name", "   "), "company_name"},
 			{"empty org number", with("org_number", ""), "org_number"},
 			{"unknown property", with("vat", "x"), "body"},
+			{"NUL in name", with("company_name", "Nordic\x00"), "company_name"},
+			{"invalid UTF-8 in org number", "{\"company_name\":\"A\",\"org_number\":\"1\xff\",\"country\":\"NO\",\"credit_limit\":1}", "org_number"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -138,6 +141,19 @@ func TestClientsValidation(t *testing.T) {
 		// exactly (money.Decimal never goes through float64): 1.5e-3 has
 		// three fractional digits, so it is refused on credit_limit.
 		wantField(t, acme.Do("POST", "/api/1.0/clients", tok, `{"company_name":"A","org_number":"1","country":"NO","credit_limit":1.5e-3}`), "credit_limit")
+		// Anything NUMERIC(20,2) cannot hold exactly is refused, never
+		// rounded: tiny values used to be stored as 0 with 201.
+		for _, v := range []string{"1e-400", "-1e-400", "1e-320", "1e-5", "0.001", "999999999999999999.995", "1000000000000000000", "1e18", "1e300", "1e400", "1e999", "1e1000"} {
+			resp := acme.Do("POST", "/api/1.0/clients", tok, `{"company_name":"A","org_number":"1","country":"NO","credit_limit":`+v+`}`)
+			wantField(t, resp, "credit_limit")
+			if e := resp.Err(t).Errors["credit_limit"]; strings.Contains(strings.Join(e, " "), "e+18") {
+				t.Errorf("%s: message %q", v, e)
+			}
+		}
+		e := acme.Do("POST", "/api/1.0/clients", tok, `{"company_name":"A","org_number":"1","country":"NO","credit_limit":1e300}`).Err(t)
+		if got := e.Errors["credit_limit"]; len(got) != 1 || got[0] != "must be at most "+clients.MaxCreditLimit {
+			t.Errorf("1e300: %q", got)
+		}
 		var list models.ClientList
 		acme.Do("GET", "/api/1.0/clients", tok, nil).Status(t, http.StatusOK).Decode(t, &list)
 		if list.Meta.Total != 0 {
@@ -146,6 +162,8 @@ func TestClientsValidation(t *testing.T) {
 
 		acme.Do("POST", "/api/1.0/clients", tok, nordic).Status(t, http.StatusCreated)
 		wantField(t, acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"credit_limit": 0.001}`), "credit_limit")
+		wantField(t, acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"credit_limit": 1e-400}`), "credit_limit")
+		wantField(t, acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"credit_limit": 1e400}`), "credit_limit")
 		wantField(t, acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"country": "QQ"}`), "country")
 		wantField(t, acme.Do("PATCH", "/api/1.0/clients/1", tok, `{"company_name": ""}`), "company_name")
 		acme.Do("PATCH", "/api/1.0/clients/1", tok, `{}`).Status(t, http.StatusBadRequest)

@@ -8,8 +8,9 @@
 //
 //	request id → access log → recover → body limit → tenant (from Host)
 //	  → Deps.Middleware (metrics, rate limit)
-//	  → [/api/1.0 only] bearer auth → OpenAPI request validation
-//	  → authorization (operation's scopes and role) → handler
+//	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
+//	    request validation → authorization (operation's scopes and role)
+//	  → handler
 //
 // Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
 // host and skip tenant resolution so that load balancers can probe them.
@@ -147,7 +148,7 @@ func New(deps Deps) (http.Handler, error) {
 
 	h := &Handlers{svc: deps.Services, deps: deps}
 	strict := apiserver.NewStrictHandler(h, []apiserver.StrictMiddlewareFunc{authz})
-	apiGroup := e.Group("", bearerAuth(deps.Auth), validator)
+	apiGroup := e.Group("", bearerAuth(deps.Auth), textGuard, validator)
 	apiserver.RegisterHandlers(apiGroup, strict)
 
 	registerOperational(e, deps)

@@ -10,8 +10,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/page"
 )
 
-// ListUsers is GET /users: admins only. The operation declares no scope, so
-// only the role is checked (authorize.go).
+// ListUsers is GET /users: admins with the users:read scope (authorize.go).
 func (h *Handlers) ListUsers(ctx context.Context, req apiserver.ListUsersRequestObject) (apiserver.ListUsersResponseObject, error) {
 	pr, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/finsvc/finsvc/gen/models"
@@ -19,7 +20,7 @@ func TestListUsers(t *testing.T) {
 		bravo.User(auth.RoleAdmin)
 		bravo.User(auth.RoleAdmin)
 		bravo.User(auth.RoleAdmin)
-		tok := acme.Token(admin) // the operation needs no scope, only the admin role
+		tok := acme.Token(admin, auth.ScopeUsersRead)
 
 		var l models.UserList
 		acme.Do("GET", "/api/1.0/users", tok, nil).Status(t, http.StatusOK).Decode(t, &l)
@@ -41,6 +42,14 @@ func TestListUsers(t *testing.T) {
 		wantField(t, acme.Do("GET", "/api/1.0/users?limit=101", tok, nil), "limit")
 		wantField(t, acme.Do("GET", "/api/1.0/users?page=x", tok, nil), "page")
 
+		// The admin role is not enough: the token needs users:read, which
+		// an app asking for acts only never gets.
+		for _, scopes := range [][]string{nil, {auth.ScopeActsRead}, {auth.ScopeUsersWrite, auth.ScopeClientsRead}} {
+			e := acme.Do("GET", "/api/1.0/users", acme.Token(admin, scopes...), nil).Status(t, http.StatusForbidden).Err(t)
+			if !strings.Contains(e.Message, "users:read") {
+				t.Errorf("scopes %v: message %q does not name users:read", scopes, e.Message)
+			}
+		}
 		acme.Do("GET", "/api/1.0/users", acme.Token(member, auth.AllScopes...), nil).Status(t, http.StatusForbidden)
 		acme.Do("GET", "/api/1.0/users", acme.Token(viewer, auth.AllScopes...), nil).Status(t, http.StatusForbidden)
 		acme.Do("GET", "/api/1.0/users", "", nil).Status(t, http.StatusUnauthorized)

@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/textinput"
 )
 
 func init() {
@@ -78,14 +83,63 @@ func requestValidator() (echo.MiddlewareFunc, error) {
 				// Route-level failures (404, 405) keep their status.
 				return he
 			}
-			kind, msg := apperr.Invalid, "The request is invalid."
-			if !v.structural && unprocessableRoutes[c.Path()] {
-				kind, msg = apperr.Unprocessable, "The data is invalid; nothing was applied."
-			}
-			return &apperr.Error{Kind: kind, Message: msg, Fields: map[string][]string(v.fields)}
+			return v.asError(c)
 		},
 	}
 	return oapimw.OapiRequestValidatorWithOptions(spec, opts), nil
+}
+
+// asError is the failure as the client sees it: 400, or 422 for a
+// well-formed body whose values break a constraint on the routes that ask
+// for it.
+func (v *validationError) asError(c echo.Context) error {
+	kind, msg := apperr.Invalid, "The request is invalid."
+	if !v.structural && unprocessableRoutes[c.Path()] {
+		kind, msg = apperr.Unprocessable, "The data is invalid; nothing was applied."
+	}
+	return &apperr.Error{Kind: kind, Message: msg, Fields: map[string][]string(v.fields)}
+}
+
+// textGuard refuses NUL characters and invalid UTF-8 in every query
+// parameter and every string (member names included) of a JSON body
+// (textinput). It runs before the schema validation, which could not see
+// them: encoding/json turns invalid bytes into U+FFFD, and NUL is a valid
+// JSON string character that only PostgreSQL refuses.
+func textGuard(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !isAPI(c) {
+			return next(c)
+		}
+		v := &validationError{fields: apperr.FieldErrors{}}
+		for _, k := range textinput.BadValues(c.QueryParams()) {
+			v.structural = true // parameters are the URL's shape, never 422
+			v.fields.Add(printable(k), textinput.Message)
+		}
+		r := c.Request()
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); r.Body != nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				return err // the body limit's 413
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			for _, ptr := range textinput.BadJSON(body) {
+				v.fields.Add(fieldPath(ptr), textinput.Message)
+			}
+		}
+		if len(v.fields) > 0 {
+			return v.asError(c)
+		}
+		return next(c)
+	}
+}
+
+// printable is a client-sent name fit for a field key.
+func printable(s string) string {
+	if textinput.Valid(s) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // collect flattens kin-openapi's nested errors into field messages.
@@ -189,6 +243,11 @@ func isIndex(s string) bool {
 // failures get a plain sentence instead of kin-openapi's, which quotes the
 // whole validating regular expression.
 func schemaMessage(se *openapi3.SchemaError) string {
+	if se.SchemaField == "type" && errors.Is(se.Origin, strconv.ErrRange) {
+		// A number beyond float64 (1e400): kin-openapi cannot compare it
+		// with the schema, so it cannot be a value the schema allows.
+		return "is out of range"
+	}
 	if se.SchemaField == "format" && se.Schema != nil {
 		switch se.Schema.Format {
 		case "uuid":

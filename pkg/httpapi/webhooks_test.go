@@ -171,6 +171,7 @@ func TestWebhookValidation(t *testing.T) {
 			{"act.fetch_data", "https://localhost/", "target"},
 			{"act.fetch_data", "https://hooks.example.com/#frag", "target"},
 			{"act.fetch_data", "", "target"},
+			{"act.fetch_data", "https://hooks.example.com/\x00", "target"},
 			{"act.exploded", "https://hooks.example.com/", "event"},
 		} {
 			e := acme.Do("POST", "/api/1.0/webhooks", acme.tok, map[string]any{"event": tc.event, "target": tc.target}).Status(t, 400).Err(t)

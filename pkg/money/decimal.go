@@ -23,24 +23,54 @@ type Decimal struct {
 var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?([0-9]{1,3}))?$`)
 
 // Parse reads a decimal in JSON number syntax ("12", "-0.50", "2.5e3"). The
-// value is exact: exponents are applied in rational arithmetic, never through
-// float64. Exponents are limited to three digits so that a hostile "1e999999"
+// value is exact, however small or large: an exponent moves the decimal
+// point in the digits as written, never through float64 or a rounded
+// expansion, so 1e-400 is 0.000…1 with 400 fractional digits and not 0.
+// Exponents are limited to three digits so that a hostile "1e999999"
 // cannot allocate a huge number.
 func Parse(s string) (Decimal, error) {
 	if len(s) > 100 || !jsonNumber.MatchString(s) {
 		return Decimal{}, fmt.Errorf("%q is not a decimal number", s)
 	}
-	if !strings.ContainsAny(s, "eE") {
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	if !hasExp {
 		// Plain decimals (every value read back from the database, most
-		// client input) canonicalize by trimming, without big.Rat: listing
-		// clients scans one per row.
+		// client input) canonicalize by trimming: listing clients scans
+		// one per row.
 		return Decimal{s: canonical(s)}, nil
 	}
-	r, ok := new(big.Rat).SetString(s)
-	if !ok {
+	e, err := strconv.Atoi(strings.TrimPrefix(exp, "+"))
+	if err != nil {
 		return Decimal{}, fmt.Errorf("%q is not a decimal number", s)
 	}
-	return FromRat(r), nil
+	return Decimal{s: canonical(shift(mant, e))}, nil
+}
+
+// shift returns the plain decimal mant×10^e; mant matched the grammar's
+// mantissa ("-12.5").
+func shift(mant string, e int) string {
+	sign := ""
+	if rest, ok := strings.CutPrefix(mant, "-"); ok {
+		sign, mant = "-", rest
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	point := len(intPart) + e // digits before the point
+	switch {
+	case point <= 0:
+		digits = strings.Repeat("0", 1-point) + digits
+		point = 1
+	case point > len(digits):
+		digits += strings.Repeat("0", point-len(digits))
+	}
+	intDigits := strings.TrimLeft(digits[:point], "0")
+	if intDigits == "" {
+		intDigits = "0"
+	}
+	if point == len(digits) {
+		return sign + intDigits
+	}
+	return sign + intDigits + "." + digits[point:]
 }
 
 // canonical trims a plain decimal that matched jsonNumber: no trailing
@@ -64,31 +94,6 @@ func MustParse(s string) Decimal {
 		panic(err)
 	}
 	return d
-}
-
-// FromRat converts a finite-decimal rational; it must have a terminating
-// decimal expansion (anything parsed from decimal text does).
-func FromRat(r *big.Rat) Decimal {
-	// FloatString with enough digits, then trim trailing zeros.
-	scale := 0
-	den := new(big.Int).Set(r.Denom())
-	ten := big.NewInt(10)
-	for den.Cmp(big.NewInt(1)) != 0 && scale < 64 {
-		g := new(big.Int).GCD(nil, nil, den, ten)
-		if g.Cmp(big.NewInt(1)) == 0 {
-			break
-		}
-		den.Div(den, g)
-		scale++
-	}
-	s := r.FloatString(scale)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	if s == "-0" {
-		s = "0"
-	}
-	return Decimal{s: s}
 }
 
 // String returns the canonical decimal text.

@@ -2,6 +2,9 @@ package money
 
 import (
 	"encoding/json"
+	"math/big"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -11,6 +14,12 @@ func TestParse(t *testing.T) {
 		{"12345678901234567.89", "12345678901234567.89"},
 		{"-0.00", "0"}, {"100", "100"}, {"100.000", "100"}, {"0.10", "0.1"},
 		{"1e3", "1000"}, {"2.5E-2", "0.025"}, {"1.25e+2", "125"},
+		{"0.1e-1", "0.01"}, {"-1.5E+2", "-150"}, {"12.50e1", "125"}, {"0e999", "0"}, {"-0e-5", "0"},
+		{"0.0012e3", "1.2"}, {"123e-2", "1.23"}, {"123e-3", "0.123"}, {"123e-5", "0.00123"},
+		// Exact however small or large: never rounded to 0 or through float64.
+		{"1e-400", "0." + strings.Repeat("0", 399) + "1"},
+		{"-2.5e-320", "-0." + strings.Repeat("0", 319) + "25"},
+		{"1e999", "1" + strings.Repeat("0", 999)},
 	} {
 		d, err := Parse(c.in)
 		if err != nil {
@@ -25,6 +34,30 @@ func TestParse(t *testing.T) {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
 		}
+	}
+}
+
+// TestParseMatchesRational compares Parse with big.Rat's exact reading of
+// the same literal over many mantissas and exponents.
+func TestParseMatchesRational(t *testing.T) {
+	for _, mant := range []string{"0", "1", "-1", "7.25", "-0.5", "12345.678", "0.001", "100.10"} {
+		for e := -70; e <= 70; e++ {
+			s := mant + "e" + strconv.Itoa(e)
+			d, err := Parse(s)
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", s, err)
+			}
+			want, _ := new(big.Rat).SetString(s)
+			if d.Rat().Cmp(want) != 0 {
+				t.Fatalf("Parse(%q) = %s, want %s", s, d, want.FloatString(80))
+			}
+			if d.String() != canonical(d.String()) || strings.HasPrefix(d.String(), "00") {
+				t.Fatalf("Parse(%q) = %q is not canonical", s, d)
+			}
+		}
+	}
+	if d := MustParse("1e-400"); d.Scale() != 400 || d.Sign() != 1 {
+		t.Fatalf("1e-400: scale %d sign %d", d.Scale(), d.Sign())
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/textinput"
 )
 
 // App limits.
@@ -57,6 +58,8 @@ func ValidateApp(name string, redirectURIs, scopes []string) (string, []string, 
 	fe := apperr.FieldErrors{}
 	name = strings.TrimSpace(name)
 	switch {
+	case !textinput.Valid(name):
+		fe.Add("name", textinput.Message)
 	case name == "":
 		fe.Add("name", "is required")
 	case utf8.RuneCountInString(name) > maxAppName:
@@ -66,6 +69,10 @@ func ValidateApp(name string, redirectURIs, scopes []string) (string, []string, 
 	for _, u := range redirectURIs {
 		u = strings.TrimSpace(u)
 		if u == "" || slices.Contains(uris, u) {
+			continue
+		}
+		if !textinput.Valid(u) {
+			fe.Add("redirect_uris", fmt.Sprintf("%q %s", u, textinput.Message))
 			continue
 		}
 		if msg := checkRedirectURI(u); msg != "" {

@@ -27,6 +27,9 @@ func TestValidateApp(t *testing.T) {
 		{"A", []string{"javascript:alert(1)"}, nil, "redirect_uris"},
 		{"A", []string{"/relative"}, nil, "redirect_uris"},
 		{"A", []string{"https://a.example.com/cb"}, []string{"admin"}, "scopes"},
+		{"Ledger\x00", []string{"https://a.example.com/cb"}, nil, "name"},
+		{"Ledger \xff", []string{"https://a.example.com/cb"}, nil, "name"},
+		{"A", []string{"https://a.example.com/cb\xff"}, nil, "redirect_uris"},
 	} {
 		_, _, _, err := oauth.ValidateApp(tc.name, tc.uris, tc.scopes)
 		var ae *apperr.Error

@@ -2,14 +2,18 @@ package oauth
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/ory/fosite"
 
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
 )
 
@@ -42,7 +46,13 @@ var authorizeErrorCodes = map[string]bool{
 func (s *Service) handleAuthorize(c echo.Context) error {
 	r := c.Request()
 	ctx := r.Context()
+	if msg := badParams(r.URL.Query()); msg != "" {
+		return s.errorPage(c, http.StatusBadRequest, "Cannot authorize this app", msg)
+	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
+	if err == nil && !redirectRegistered(ar) {
+		err = errNotRegistered
+	}
 	if err != nil {
 		return s.authorizeError(c, ar, err)
 	}
@@ -77,7 +87,7 @@ func (s *Service) handleAuthorize(c echo.Context) error {
 		name = cl.Name
 	}
 	return s.render(c, http.StatusOK, "consent", &page{
-		Title: "Authorize " + name, User: u, AppName: name, Scopes: scopes, Params: params,
+		Title: "Authorize " + name, User: u, AppName: name, Scopes: describeScopes(scopes), Params: params,
 		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "consent", boundParams(form)),
 	})
 }
@@ -88,6 +98,9 @@ func (s *Service) handleConsent(c echo.Context) error {
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
 		return s.errorPage(c, http.StatusBadRequest, "Bad request", "The form could not be read.")
+	}
+	if msg := badParams(r.Form); msg != "" {
+		return s.errorPage(c, http.StatusBadRequest, "Cannot authorize this app", msg)
 	}
 	// The token binds the form to the parameters shown on the consent
 	// page: a changed state, redirect URI or scope fails here.
@@ -108,6 +121,9 @@ func (s *Service) handleConsent(c echo.Context) error {
 		return loginRedirect(c, "/oauth/authorize?"+q.Encode())
 	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
+	if err == nil && !redirectRegistered(ar) {
+		err = errNotRegistered
+	}
 	if err != nil {
 		return s.authorizeError(c, ar, err)
 	}
@@ -126,6 +142,35 @@ func (s *Service) handleConsent(c echo.Context) error {
 		return err
 	}
 	return s.issueCode(c, ar, u, scopes)
+}
+
+// errNotRegistered refuses a redirect URI that fosite accepted without it
+// being registered (see redirectRegistered).
+var errNotRegistered = fosite.ErrInvalidRequest.WithHint("The 'redirect_uri' parameter does not match any of the app's registered redirect URIs exactly.")
+
+// redirectRegistered reports whether ar has a redirect URI that the app
+// registered, compared as strings with no normalisation. fosite accepts
+// more for loopback addresses (any port, and whatever url.Parse makes
+// equal: userinfo, scheme case, escapes), as RFC 8252 section 7.3 allows
+// for native apps. Apps here are confidential clients with a secret, so
+// the exception does not apply, and the README promises exact matching.
+// An absent redirect_uri is fosite's choice of the app's only URI.
+func redirectRegistered(ar fosite.AuthorizeRequester) bool {
+	if ar == nil || ar.GetClient() == nil || !ar.IsRedirectURIValid() {
+		return false
+	}
+	raw := ar.GetRequestForm().Get("redirect_uri")
+	return raw == "" || slices.Contains(ar.GetClient().GetRedirectURIs(), raw)
+}
+
+// badParams refuses NUL and invalid UTF-8 in the authorization parameters
+// (textinput) before fosite looks the app up with them. Without a
+// validated app there is nowhere to redirect: the user gets the error page.
+func badParams(v url.Values) string {
+	if bad := textinput.BadValues(v); len(bad) > 0 {
+		return fmt.Sprintf("The parameter %q %s.", bad[0], textinput.Message)
+	}
+	return ""
 }
 
 // requestedScopes are the scopes asked for; none means all the app's.
@@ -169,11 +214,24 @@ func (s *Service) authorizeError(c echo.Context, ar fosite.AuthorizeRequester, e
 	if !errors.As(err, &rfc) {
 		rfc = fosite.ErrServerError.WithWrap(err)
 	}
-	if ar == nil || !ar.IsRedirectURIValid() {
+	if db.IsUnavailable(err) {
+		// fosite calls a failed app lookup an unknown app. Once the app
+		// and its redirect URI are validated, the app hears of the
+		// outage (RFC 6749 section 4.1.2.1); before, the user does.
+		if !redirectRegistered(ar) {
+			return s.unavailablePage(c, err)
+		}
+		s.logUnavailable(c.Request(), err)
+		rfc = fosite.ErrTemporarilyUnavailable.WithHint("Retry later.")
+	}
+	if !redirectRegistered(ar) {
 		msg := rfc.GetDescription()
 		switch {
 		case ar == nil || ar.GetClient() == nil:
 			msg = "This app is unknown. Check the client_id the app sent."
+		case ar.IsRedirectURIValid():
+			// fosite took it for a registered loopback URI.
+			msg = "The redirect_uri is not registered for this app. " + errNotRegistered.GetDescription()
 		case rfc.ErrorField == "invalid_request" && strings.Contains(strings.ToLower(msg), "redirect"):
 			msg = "The redirect_uri is not registered for this app. " + msg
 		}

@@ -1,10 +1,14 @@
 package oauth_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/oauth"
 )
 
 // TestStateRules: state is required, at least 8 characters, returned
@@ -110,6 +114,54 @@ func TestAuthorizeBadClientOrRedirect(t *testing.T) {
 		loc, _ = url.Parse(res.Location)
 		if res.Code != http.StatusFound || loc.Query().Get("error") != "invalid_scope" {
 			t.Fatalf("unregistered scope: %d %q", res.Code, res.Location)
+		}
+	})
+}
+
+// TestRedirectURIExactMatch: a redirect URI must equal a registered one
+// character for character, loopback included. fosite's RFC 8252 loopback
+// rule used to accept another port, userinfo, another scheme case, a
+// leading-zero port and percent-encoded path characters, and their codes
+// were exchanged.
+func TestRedirectURIExactMatch(t *testing.T) {
+	const registered = "http://127.0.0.1:8765/callback"
+	eachServer(t, func(t *testing.T, s *server) {
+		o := s.org(t, "acme", "admin")
+		id, secret, err := oauth.CreateApp(context.Background(), s.DB, o.Tenant.ID, "Native", []string{registered, "https://app.example.com/cb"}, auth.AllScopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app := &org{TenantEnv: o.TenantEnv, s: s, userID: o.userID, email: o.email, clientID: id, secret: secret, redirect: registered}
+		c := app.browser(t)
+		app.login(t, c)
+		for _, uri := range []string{
+			"http://127.0.0.1:8766/callback",
+			"http://127.0.0.1/callback",
+			"http://evil@127.0.0.1:8765/callback",
+			"HTTP://127.0.0.1:8765/callback",
+			"http://127.0.0.1:08765/callback",
+			"http://127.0.0.1:8765/%63allback",
+			"http://127.0.0.1:8765/callback/",
+			"http://127.0.0.1:8765/Callback",
+			"http://127.0.0.1:8765/callback?x=1",
+			"http://[::1]:8765/callback",
+			"https://APP.example.com/cb",
+		} {
+			for _, scope := range []string{"clients:read", "no-such-scope"} {
+				params := app.authParams("state-exact-1")
+				params.Set("redirect_uri", uri)
+				params.Set("scope", scope)
+				// (The consent POST needs a CSRF token bound to these
+				// parameters, which only this refused page could give.)
+				p := do(t, c, "GET", app.Server.URL+"/oauth/authorize?"+params.Encode(), nil)
+				if p.Code != http.StatusBadRequest || p.Location != "" || !strings.Contains(p.Body, "not registered") {
+					t.Errorf("%s (scope %s): %d %q", uri, scope, p.Code, p.Location)
+				}
+			}
+		}
+		// The registered string itself works end to end.
+		if r := app.token(t, app.codeGrant(app.code(t, app.authParams("state-exact-2"))), reqStyle{}); r.Code != http.StatusOK {
+			t.Fatalf("exact loopback URI: %d %v", r.Code, r.Body)
 		}
 	})
 }

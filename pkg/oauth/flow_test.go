@@ -1,10 +1,13 @@
 package oauth_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/finsvc/finsvc/pkg/auth"
 )
 
 // TestAuthorizationCodeFlow: login redirect, consent, code, token (form
@@ -94,6 +97,39 @@ func TestConsentRemembered(t *testing.T) {
 		loc, _ := url.Parse(p.Location)
 		if p.Code != http.StatusFound || loc.Query().Get("error") != "access_denied" || loc.Query().Get("state") != "state-three" || loc.Query().Get("code") != "" {
 			t.Fatalf("deny: %d %q", p.Code, p.Location)
+		}
+	})
+}
+
+// TestUsersScope: the consent page names users:read with what it grants,
+// and only a token with it lists the users, admin or not.
+func TestUsersScope(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *server) {
+		o := s.org(t, "acme", "admin")
+		c := o.browser(t)
+		o.login(t, c)
+		params := o.authParams("state-users-1")
+		params.Set("scope", "users:read acts:read")
+		p := do(t, c, "GET", o.Server.URL+"/oauth/authorize?"+params.Encode(), nil)
+		if body := html.UnescapeString(p.Body); p.Code != 200 || !strings.Contains(body, "<code>users:read</code>: "+auth.ScopeDescriptions[auth.ScopeUsersRead]) {
+			t.Fatalf("consent page: %d %s", p.Code, p.Body)
+		}
+		apps := html.UnescapeString(do(t, c, "GET", o.Server.URL+"/developer/my-apps", nil).Body)
+		for _, sc := range []string{auth.ScopeUsersRead, auth.ScopeUsersWrite} {
+			if !strings.Contains(apps, `value="`+sc+`"`) || !strings.Contains(apps, auth.ScopeDescriptions[sc]) {
+				t.Errorf("the app form does not offer %s", sc)
+			}
+		}
+		for scope, want := range map[string]int{"users:read acts:read": 200, "acts:read": 403, "users:write clients:read": 403} {
+			params := o.authParams("state-users-" + randHex(4))
+			params.Set("scope", scope)
+			r := o.token(t, o.codeGrant(o.code(t, params)), reqStyle{})
+			if r.Code != 200 {
+				t.Fatalf("%s: token %d %v", scope, r.Code, r.Body)
+			}
+			if got := o.Do("GET", "/api/1.0/users", r.str("access_token"), nil).Code; got != want {
+				t.Errorf("GET /users with %q: %d, want %d", scope, got, want)
+			}
 		}
 	})
 }

@@ -17,8 +17,10 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
 )
 
@@ -36,19 +38,51 @@ func parsePages() (*template.Template, error) {
 // Routes registers the OAuth endpoints and pages; wire it as an
 // httpapi.Deps.Routes entry (tenant resolution has run before them).
 func (s *Service) Routes(e *echo.Echo) {
-	e.GET("/oauth/authorize", s.handleAuthorize)
-	e.POST("/oauth/authorize", s.handleConsent)
+	// The token and revoke endpoints answer outages themselves, in the
+	// RFC 6749 format (writeFositeError).
 	e.POST("/api/oauth/token", s.handleToken)
 	e.POST("/api/oauth/revoke", s.handleRevoke)
-	e.GET("/login", s.handleLoginPage)
-	e.POST("/login", s.handleLogin)
-	e.POST("/logout", s.handleLogout)
-	e.GET("/developer/my-apps", s.handleApps)
-	e.POST("/developer/my-apps", s.handleCreateApp)
-	e.POST("/developer/my-apps/:id/rotate", s.handleRotateApp)
-	e.POST("/developer/my-apps/:id/delete", s.handleDeleteApp)
-	e.GET("/account/apps", s.handleAccount)
-	e.POST("/account/apps/:id/revoke", s.handleRevokeApp)
+	page := s.pageErrors
+	e.GET("/oauth/authorize", page(s.handleAuthorize))
+	e.POST("/oauth/authorize", page(s.handleConsent))
+	e.GET("/login", page(s.handleLoginPage))
+	e.POST("/login", page(s.handleLogin))
+	e.POST("/logout", page(s.handleLogout))
+	e.GET("/developer/my-apps", page(s.handleApps))
+	e.POST("/developer/my-apps", page(s.handleCreateApp))
+	e.POST("/developer/my-apps/:id/rotate", page(s.handleRotateApp))
+	e.POST("/developer/my-apps/:id/delete", page(s.handleDeleteApp))
+	e.GET("/account/apps", page(s.handleAccount))
+	e.POST("/account/apps/:id/revoke", page(s.handleRevokeApp))
+}
+
+// retryAfterUnavailable is the Retry-After, in seconds, of the answers
+// given while the database cannot be reached.
+const retryAfterUnavailable = "5"
+
+// pageErrors turns a database outage met by a page handler into the
+// "service unavailable" page, instead of the JSON 500 of the server's
+// error handler.
+func (s *Service) pageErrors(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := h(c)
+		if err != nil && db.IsUnavailable(err) && !c.Response().Committed {
+			return s.unavailablePage(c, err)
+		}
+		return err
+	}
+}
+
+// unavailablePage answers 503 with Retry-After and a page that says so.
+func (s *Service) unavailablePage(c echo.Context, err error) error {
+	s.logUnavailable(c.Request(), err)
+	c.Response().Header().Set("Retry-After", retryAfterUnavailable)
+	return s.errorPage(c, http.StatusServiceUnavailable, "Service unavailable",
+		"The service is temporarily unavailable. Try again in a few moments.")
+}
+
+func (s *Service) logUnavailable(r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "oauth: database unavailable", "path", r.URL.Path, "error", err)
 }
 
 // page is the data of every page.
@@ -64,17 +98,28 @@ type page struct {
 	Next, Email string
 	// consent
 	AppName string
-	Scopes  []string
+	Scopes  []scopeItem
 	Params  []param
 	// developer apps
 	Apps      []store.Client
-	AllScopes []string
+	AllScopes []scopeItem
 	Created   *createdApp
 	// account
 	Authorized []store.AuthorizedApp
 }
 
 type param struct{ Name, Value string }
+
+// scopeItem is a scope as the pages show it: its name and what it grants.
+type scopeItem struct{ Name, Description string }
+
+func describeScopes(names []string) []scopeItem {
+	out := make([]scopeItem, len(names))
+	for i, n := range names {
+		out[i] = scopeItem{Name: n, Description: auth.ScopeDescriptions[n]}
+	}
+	return out
+}
 
 type createdApp struct{ Name, ClientID, Secret string }
 
@@ -137,6 +182,14 @@ func (s *Service) handleLogin(c echo.Context) error {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
 	}
 	email := c.FormValue("email")
+	if bad := textinput.BadValues(c.Request().PostForm); len(bad) > 0 {
+		// Refused before the user lookup, which PostgreSQL would fail on.
+		if !textinput.Valid(email) {
+			email = ""
+		}
+		return s.render(c, http.StatusBadRequest, "login", &page{Title: "Sign in", Next: next, Email: email,
+			Message: fieldLabel(bad[0]) + " " + textinput.Message + ".", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+	}
 	done, wait, ok := s.logins.begin(tenant.ID(ctx), email, clientIP(c.Request(), s.cfg.TrustProxy))
 	if !ok {
 		// The email stays out of the log (personal data); the tenant and
@@ -203,7 +256,7 @@ func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string
 	if err != nil {
 		return err
 	}
-	return s.render(c, status, "apps", &page{Title: "Developer apps", User: u, Apps: apps, AllScopes: auth.AllScopes,
+	return s.render(c, status, "apps", &page{Title: "Developer apps", User: u, Apps: apps, AllScopes: describeScopes(auth.AllScopes),
 		Message: msg, Created: created, CSRF: s.csrfToken(ctx, s.csrfSeed(c), "developer", "")})
 }
 
@@ -245,7 +298,10 @@ func (s *Service) handleRotateApp(c echo.Context) error {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
 	ctx := c.Request().Context()
-	id := c.Param("id")
+	id, ok := appID(c)
+	if !ok {
+		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
+	}
 	app, err := s.store.Client(ctx, id)
 	if err != nil {
 		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
@@ -265,8 +321,10 @@ func (s *Service) handleDeleteApp(c echo.Context) error {
 	if !s.checkCSRF(c, "developer", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
-	if err := DeleteApp(c.Request().Context(), s.db, c.Param("id")); err != nil && !apperr.Is(err, apperr.NotFound) {
-		return err
+	if id, ok := appID(c); ok {
+		if err := DeleteApp(c.Request().Context(), s.db, id); err != nil && !apperr.Is(err, apperr.NotFound) {
+			return err
+		}
 	}
 	return c.Redirect(http.StatusSeeOther, "/developer/my-apps")
 }
@@ -293,10 +351,30 @@ func (s *Service) handleRevokeApp(c echo.Context) error {
 	if !s.checkCSRF(c, "account", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
-	if err := s.store.RevokeUserApp(c.Request().Context(), u.ID, c.Param("id")); err != nil {
-		return err
+	if id, ok := appID(c); ok {
+		if err := s.store.RevokeUserApp(c.Request().Context(), u.ID, id); err != nil {
+			return err
+		}
 	}
 	return c.Redirect(http.StatusSeeOther, "/account/apps")
+}
+
+// appID is the app id in the path; false when it breaks the text rule
+// (textinput): no app has such an id, and PostgreSQL would refuse to look.
+func appID(c echo.Context) (string, bool) {
+	id := c.Param("id")
+	return id, textinput.Valid(id)
+}
+
+// fieldLabel names a form field for a message.
+func fieldLabel(name string) string {
+	switch name {
+	case "email":
+		return "Email"
+	case "password":
+		return "Password"
+	}
+	return fmt.Sprintf("The field %q", name)
 }
 
 // describe flattens an apperr with field messages for a page.

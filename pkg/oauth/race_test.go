@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -23,45 +24,74 @@ func race(n int, fn func() tokenResult) []tokenResult {
 	return out
 }
 
-func exactlyOneWins(t *testing.T, what string, res []tokenResult) {
+// exactlyOneWins checks the answers of a race: one success and
+// invalid_grant for every other request. It returns the success.
+func exactlyOneWins(t *testing.T, what string, res []tokenResult) *tokenResult {
 	t.Helper()
-	wins := 0
-	for _, r := range res {
+	var win *tokenResult
+	for i, r := range res {
 		switch {
 		case r.Code == 200:
-			wins++
+			if win != nil {
+				t.Fatalf("%s: two requests succeeded", what)
+			}
+			win = &res[i]
 		case r.Code == 400 && r.str("error") == "invalid_grant":
 		default:
 			t.Errorf("%s: unexpected answer %d %v", what, r.Code, r.Body)
 		}
 	}
-	if wins != 1 {
-		t.Fatalf("%s: %d requests succeeded, want exactly 1", what, wins)
+	if win == nil {
+		t.Fatalf("%s: no request succeeded", what)
+	}
+	return win
+}
+
+// familyRevoked fails unless the tokens a race winner got are dead: a code
+// or refresh token presented more than once revokes its whole family,
+// whatever the timing of the presentations.
+func familyRevoked(t *testing.T, o *org, what string, win *tokenResult) {
+	t.Helper()
+	if st, _ := o.me(t, win.str("access_token")); st != 401 {
+		t.Errorf("%s: the winner's access token still works after reuse (/me = %d)", what, st)
+	}
+	if r := o.token(t, o.refreshGrant(win.str("refresh_token")), reqStyle{}); r.Code != 400 || r.str("error") != "invalid_grant" {
+		t.Errorf("%s: the winner's refresh token still works after reuse: %d %v", what, r.Code, r.Body)
 	}
 }
 
-// TestConcurrentCodeExchange: several simultaneous exchanges of one code,
-// repeated a few times: exactly one gets tokens each time.
+// TestConcurrentCodeExchange: simultaneous exchanges of one code (2 and
+// 10 at once, a few rounds each): exactly one gets tokens, and they are
+// revoked because the code was presented more than once.
 func TestConcurrentCodeExchange(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *server) {
 		o := s.org(t, "acme", "admin")
-		for round := range 3 {
-			code := o.code(t, o.authParams("state-race-"+randHex(3)))
-			res := race(6, func() tokenResult { return o.token(t, o.codeGrant(code), reqStyle{json: round%2 == 0}) })
-			exactlyOneWins(t, "code exchange", res)
+		for _, n := range []int{2, 10} {
+			for round := range 3 {
+				what := fmt.Sprintf("%d exchanges, round %d", n, round)
+				code := o.code(t, o.authParams("state-race-"+randHex(3)))
+				res := race(n, func() tokenResult { return o.token(t, o.codeGrant(code), reqStyle{json: round%2 == 0}) })
+				familyRevoked(t, o, what, exactlyOneWins(t, what, res))
+			}
 		}
 	})
 }
 
-// TestConcurrentRefresh: simultaneous refreshes with one refresh token:
-// exactly one rotation succeeds.
+// TestConcurrentRefresh: simultaneous refreshes with one refresh token (2
+// and 10 at once): one rotation succeeds and the family is revoked.
 func TestConcurrentRefresh(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *server) {
 		o := s.org(t, "acme", "admin")
-		for range 3 {
-			_, refresh := o.tokens(t)
-			res := race(6, func() tokenResult { return o.token(t, o.refreshGrant(refresh), reqStyle{}) })
-			exactlyOneWins(t, "refresh", res)
+		for _, n := range []int{2, 10} {
+			for round := range 3 {
+				what := fmt.Sprintf("%d refreshes, round %d", n, round)
+				access, refresh := o.tokens(t)
+				res := race(n, func() tokenResult { return o.token(t, o.refreshGrant(refresh), reqStyle{}) })
+				familyRevoked(t, o, what, exactlyOneWins(t, what, res))
+				if st, _ := o.me(t, access); st != 401 {
+					t.Errorf("%s: the first access token still works (/me = %d)", what, st)
+				}
+			}
 		}
 	})
 }

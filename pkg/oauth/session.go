@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -98,8 +99,11 @@ func (s *Service) currentUser(c echo.Context) (*users.User, error) {
 		return nil, nil
 	}
 	u, err := s.users.Get(ctx, row.UserID)
-	if err != nil {
+	if apperr.Is(err, apperr.NotFound) {
 		return nil, nil // the user was deleted
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oauth: load session user: %w", err)
 	}
 	return u, nil
 }

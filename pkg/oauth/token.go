@@ -1,9 +1,12 @@
 package oauth
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -13,7 +16,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/ory/fosite"
 
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/textinput"
 )
 
 // tokenResponse is the token endpoint's success body (openapi
@@ -48,8 +53,17 @@ func jsonToForm(r *http.Request) *oauthError {
 	if mt != "application/json" {
 		return nil
 	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return &oauthError{Error: "invalid_request", Description: "The request body could not be read."}
+	}
+	if len(textinput.BadJSON(raw)) > 0 {
+		// Checked on the raw bytes: decoding would turn invalid UTF-8
+		// into U+FFFD, which the form check after this could not see.
+		return &oauthError{Error: "invalid_request", Description: "The parameters " + textinput.Message + "."}
+	}
 	var body map[string]any
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&body); err != nil {
 		return &oauthError{Error: "invalid_request", Description: "The request body is not a JSON object."}
@@ -78,6 +92,28 @@ func jsonToForm(r *http.Request) *oauthError {
 
 type readCloser struct{ *strings.Reader }
 
+// badText refuses NUL and invalid UTF-8 in any parameter, the HTTP Basic
+// client credentials included (textinput), before fosite looks the client
+// or the token up with them.
+func badText(r *http.Request) *oauthError {
+	bad := textinput.BadValues(r.PostForm)
+	if id, secret, ok := r.BasicAuth(); ok {
+		// fosite reads the Basic credentials form-unescaped (RFC 6749
+		// section 2.3.1): check both spellings.
+		for _, v := range []string{id, secret} {
+			u, err := url.QueryUnescape(v)
+			if !textinput.Valid(v) || err == nil && !textinput.Valid(u) {
+				bad = append(bad, "Authorization")
+				break
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return &oauthError{Error: "invalid_request", Description: fmt.Sprintf("The parameter %q %s.", bad[0], textinput.Message)}
+}
+
 func (readCloser) Close() error { return nil }
 
 // handleToken is POST /api/oauth/token.
@@ -91,6 +127,9 @@ func (s *Service) handleToken(c echo.Context) error {
 	}
 	if err := r.ParseForm(); err != nil {
 		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The request body could not be parsed."})
+	}
+	if e := badText(r); e != nil {
+		return writeOAuthError(c, http.StatusBadRequest, *e)
 	}
 	// fosite answers invalid_request for a missing grant type and never
 	// emits unsupported_grant_type; the spec wants the latter for both.
@@ -123,10 +162,12 @@ func (s *Service) handleToken(c echo.Context) error {
 	ctx := r.Context()
 	ar, err := s.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
 	if err != nil {
+		s.revokeOnReuse(c, err)
 		return s.writeFositeError(c, err, r)
 	}
 	resp, err := s.provider.NewAccessResponse(ctx, ar)
 	if err != nil {
+		s.revokeOnReuse(c, err)
 		return s.writeFositeError(c, err, r)
 	}
 	out := tokenResponse{
@@ -160,6 +201,9 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	if err := r.ParseForm(); err != nil {
 		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The request body could not be parsed."})
 	}
+	if e := badText(r); e != nil {
+		return writeOAuthError(c, http.StatusBadRequest, *e)
+	}
 	if _, _, basic := r.BasicAuth(); !basic && r.PostForm.Get("client_id") == "" {
 		c.Response().Header().Set("WWW-Authenticate", `Basic realm="finsvc"`)
 		return writeOAuthError(c, http.StatusUnauthorized, oauthError{"invalid_client", "Client authentication is required: send client_id and client_secret in the body or by HTTP Basic auth."})
@@ -188,6 +232,43 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	return c.NoContent(http.StatusOK)
 }
 
+// reused reports whether a token request failed because its code or
+// refresh token had already been used: by an earlier request, or by a
+// concurrent one that got there first (store.ErrAlreadyUsed, or fosite
+// reading the code again outside the transaction).
+func reused(err error) bool {
+	return errors.Is(err, store.ErrAlreadyUsed) || errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) || errors.Is(err, fosite.ErrInactiveToken)
+}
+
+// revokeOnReuse revokes the family of a code or refresh token presented
+// more than once. fosite does so only when its first read already sees
+// the code or token used; a request that loses the race later (at the
+// conditional UPDATE) is rolled back without touching the family, and the
+// winner's tokens would stay valid. Revoking here, after that rollback,
+// covers every timing (RFC 6749 section 4.1.2, RFC 6819 section 5.2.2.3).
+func (s *Service) revokeOnReuse(c echo.Context, err error) {
+	if !reused(err) {
+		return
+	}
+	r := c.Request()
+	// A client that hangs up must not cancel the revocation.
+	ctx := context.WithoutCancel(r.Context())
+	var rerr error
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		rerr = s.store.RevokeFamilyOfCode(ctx, s.strategy.AuthorizeCodeSignature(ctx, r.PostForm.Get("code")))
+	case "refresh_token":
+		rerr = s.store.RevokeFamilyOfRefreshToken(ctx, s.strategy.RefreshTokenSignature(ctx, r.PostForm.Get("refresh_token")))
+	default:
+		return
+	}
+	if rerr != nil {
+		s.log.ErrorContext(ctx, "oauth: revoke reused grant", "grant_type", r.PostForm.Get("grant_type"), "error", rerr)
+		return
+	}
+	s.log.WarnContext(ctx, "oauth: code or refresh token presented again; its grant is revoked", "grant_type", r.PostForm.Get("grant_type"))
+}
+
 // writeFositeError renders a fosite error as an RFC 6749 body with a code
 // from the API document's list. Server errors are logged (fosite's debug
 // text names no token values) and answered without detail.
@@ -196,11 +277,20 @@ func (s *Service) writeFositeError(c echo.Context, err error, r *http.Request) e
 	if !errors.As(err, &rfc) {
 		rfc = fosite.ErrServerError.WithWrap(err)
 	}
+	// fosite reports a failed client lookup as invalid_client whatever
+	// the cause, and a failed token lookup at revocation as
+	// temporarily_unavailable: an outage must not look like bad
+	// credentials.
+	if db.IsUnavailable(err) || rfc.ErrorField == fosite.ErrTemporarilyUnavailable.ErrorField {
+		s.logUnavailable(r, err)
+		c.Response().Header().Set("Retry-After", retryAfterUnavailable)
+		return writeOAuthError(c, http.StatusServiceUnavailable, oauthError{"temporarily_unavailable", "The service is temporarily unavailable; retry later."})
+	}
 	code := rfc.ErrorField
 	status := rfc.CodeField
 	desc := rfc.GetDescription()
 	switch {
-	case errors.Is(err, store.ErrAlreadyUsed), errors.Is(err, fosite.ErrInvalidatedAuthorizeCode), errors.Is(err, fosite.ErrInactiveToken):
+	case reused(err):
 		// A concurrent request consumed the code or refresh token first
 		// (fosite reads the code again outside the transaction, and
 		// wraps what it finds as a server error).

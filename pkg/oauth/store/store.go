@@ -353,6 +353,55 @@ func (s *Store) DeletePKCERequestSession(ctx context.Context, signature string) 
 	return s.delete(ctx, tablePKCE, "signature", signature)
 }
 
+// RevokeFamilyOfCode revokes every token issued from the grant of the
+// authorization code with this signature (see revokeFamilyOf).
+func (s *Store) RevokeFamilyOfCode(ctx context.Context, signature string) error {
+	return s.revokeFamilyOf(ctx, tableCodes, signature)
+}
+
+// RevokeFamilyOfRefreshToken revokes every token issued from the grant of
+// the refresh token with this signature (see revokeFamilyOf).
+func (s *Store) RevokeFamilyOfRefreshToken(ctx context.Context, signature string) error {
+	return s.revokeFamilyOf(ctx, tableRefresh, signature)
+}
+
+// revokeFamilyOf finds the grant (fosite's request id, shared by the code
+// and every token issued from it) of the row with this signature and
+// revokes the whole family: access tokens deleted, refresh tokens and
+// codes deactivated. It runs in a transaction of its own, after the failed
+// request's transaction is gone: the loser of a race learns that the code
+// or token was used only once the winner has committed (PostgreSQL blocks
+// its conditional UPDATE until then, SQLite its BEGIN IMMEDIATE), so the
+// winner's new tokens are visible here. No such row (already purged, or
+// deleted by fosite's own reuse handling, which revoked the family then)
+// leaves nothing to do.
+//
+// The presented row is locked first, as every other writer of the family
+// (the rotation, fosite's reuse handling) locks it first: concurrent
+// revocations queue on it instead of deadlocking on the family's rows.
+func (s *Store) revokeFamilyOf(ctx context.Context, table, signature string) error {
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		tctx := context.WithValue(ctx, txKey{}, tx)
+		var ids []string
+		if err := s.db.ForUpdate(s.table(tctx, table)).Where("signature = ?", signature).Pluck("request_id", &ids).Error; err != nil {
+			return fmt.Errorf("oauth store: find token family: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		// In fosite's order: refresh tokens, then access tokens.
+		for _, t := range []string{tableRefresh, tableCodes} {
+			if err := s.table(tctx, t).Where("request_id = ?", ids[0]).Update("active", false).Error; err != nil {
+				return fmt.Errorf("oauth store: revoke family %s: %w", t, err)
+			}
+		}
+		if err := s.table(tctx, tableAccess).Where("request_id = ?", ids[0]).Delete(map[string]any{}).Error; err != nil {
+			return fmt.Errorf("oauth store: revoke family access tokens: %w", err)
+		}
+		return nil
+	})
+}
+
 // RevokeUserApp removes a user's grant to an app: the remembered consent,
 // every access token (deleted) and refresh token (deactivated), and unused
 // codes. Used by /account/apps.
