@@ -34,7 +34,7 @@ func domain(pkg string) bool {
 		return false
 	}
 	switch strings.SplitN(p, "/", 2)[0] {
-	case "acts", "apperr", "auth", "clients", "counts", "db", "fieldtype", "money", "page",
+	case "acts", "apperr", "auth", "clients", "counts", "db", "fieldtype", "money", "page", "textinput",
 		"templates", "tenant", "users", "webhooks":
 		// webhooks/* delivers over net/http as a client: that is allowed;
 		// only the server side is forbidden.
