@@ -240,16 +240,3 @@ func (d *DB) ForUpdate(tx *gorm.DB) *gorm.DB {
 	}
 	return tx
 }
-
-// ForUpdateSkipLocked adds FOR UPDATE SKIP LOCKED on PostgreSQL, for queue
-// consumers (outbox workers) that must not wait on rows another replica has
-// claimed. On SQLite it adds nothing (one writer at a time anyway).
-func (d *DB) ForUpdateSkipLocked(tx *gorm.DB) *gorm.DB {
-	if d.Dialect == Postgres {
-		return tx.Clauses(clause.Locking{
-			Strength: clause.LockingStrengthUpdate,
-			Options:  clause.LockingOptionsSkipLocked,
-		})
-	}
-	return tx
-}

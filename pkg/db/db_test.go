@@ -265,15 +265,12 @@ func TestForUpdateSQL(t *testing.T) {
 		sql := d.ToSQL(func(tx *gorm.DB) *gorm.DB {
 			return d.ForUpdate(tx.Table("users")).Find(&rows)
 		})
-		skip := d.ToSQL(func(tx *gorm.DB) *gorm.DB {
-			return d.ForUpdateSkipLocked(tx.Table("users")).Find(&rows)
-		})
 		if d.Dialect == db.Postgres {
-			if !strings.HasSuffix(sql, "FOR UPDATE") || !strings.HasSuffix(skip, "FOR UPDATE SKIP LOCKED") {
-				t.Errorf("postgres: got %q and %q", sql, skip)
+			if !strings.HasSuffix(sql, "FOR UPDATE") {
+				t.Errorf("postgres: got %q", sql)
 			}
-		} else if strings.Contains(sql, "FOR") || strings.Contains(skip, "FOR") {
-			t.Errorf("sqlite must not get a locking clause: %q, %q", sql, skip)
+		} else if strings.Contains(sql, "FOR") {
+			t.Errorf("sqlite must not get a locking clause: %q", sql)
 		}
 	})
 }
@@ -288,9 +285,6 @@ func TestConstraintErrors(t *testing.T) {
 		}
 		if db.IsForeignKeyViolation(err) {
 			t.Errorf("duplicate slug: IsForeignKeyViolation(%v) = true", err)
-		}
-		if d.Dialect == db.Postgres && db.ConstraintName(err) != "tenants_slug_key" {
-			t.Errorf("ConstraintName = %q, want tenants_slug_key", db.ConstraintName(err))
 		}
 		insUser := "INSERT INTO users (tenant_id, id, email, name, role, password_hash, created_at, updated_at) VALUES (?, ?, ?, '', 'admin', 'x', ?, ?)"
 		now := time.Now()

@@ -57,17 +57,6 @@ func IsForeignKeyViolation(err error) bool {
 	return false
 }
 
-// ConstraintName returns the violated constraint's name on PostgreSQL (empty
-// on SQLite, whose errors name columns instead), for callers that map one of
-// several unique keys to a field.
-func ConstraintName(err error) string {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.ConstraintName
-	}
-	return ""
-}
-
 func pgCode(err error) (string, bool) {
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
