@@ -47,6 +47,14 @@ type options struct {
 
 	noTokenCache bool
 	soak         time.Duration
+
+	scale    bool
+	scaleMax int
+	scaleN   int
+
+	replicas int
+	events   int
+	redisURL string
 }
 
 func main() {
@@ -62,6 +70,12 @@ func main() {
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile after the GET by id phases")
 	flag.BoolVar(&o.noTokenCache, "no-token-cache", false, "serve without the bearer token cache (the 'before' figure)")
 	flag.DurationVar(&o.soak, "soak", 0, "instead of the benchmark, run a mixed soak load this long (task soak: 5m)")
+	flag.BoolVar(&o.scale, "scale", false, "instead of the benchmark, grow one tenant to 10k, 100k and 1M clients and measure list and read latency at each size")
+	flag.IntVar(&o.scaleMax, "scale-max", 1_000_000, "with -scale: the largest size (clients) to grow to")
+	flag.IntVar(&o.scaleN, "scale-n", 200, "with -scale: requests per measurement")
+	flag.IntVar(&o.replicas, "replicas", 0, "instead of the benchmark, run this many `finsvc serve` processes (the built binary) on one database and Redis: throughput through 1…N, revocation delay, event delivery")
+	flag.IntVar(&o.events, "replicas-events", 20000, "with -replicas: events to emit through the replicas (bounded to 100000)")
+	flag.StringVar(&o.redisURL, "redis-url", envOr("FINSVC_REDIS_URL", "redis://127.0.0.1:6379/9"), "with -replicas: the Redis database the replicas share (emptied at the start: give the benchmark a database of its own); env FINSVC_REDIS_URL")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,list,bulk (default all)")
 	flag.Parse()
 	if o.databaseURL == "" {
@@ -77,6 +91,16 @@ func main() {
 			os.Exit(2)
 		}
 		runner = runSoak
+	}
+	if o.scale {
+		runner = runScale
+	}
+	if o.replicas > 0 {
+		if o.replicas > 8 || o.events > 100_000 {
+			fmt.Fprintln(os.Stderr, "bench: -replicas is bounded to 8 processes and 100000 events")
+			os.Exit(2)
+		}
+		runner = runReplicas
 	}
 	if err := runner(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -257,4 +281,11 @@ func profileIf(o options, scenario string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
 }

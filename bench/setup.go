@@ -85,6 +85,15 @@ type env struct {
 
 	clientID, secret string
 	browser          *http.Client
+	hostName         string // the tenant's host; "" is the bench tenant's
+}
+
+// host is the Host header of the env's tenant.
+func (e *env) host() string {
+	if e.hostName != "" {
+		return e.hostName
+	}
+	return host
 }
 
 func (e *env) Close() {
@@ -220,7 +229,7 @@ func (e *env) do(method, path string, form url.Values) (int, string, http.Header
 		body = strings.NewReader(form.Encode())
 	}
 	req, _ := http.NewRequest(method, e.FullURL+path, body)
-	req.Host = host
+	req.Host = e.host()
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}

@@ -70,7 +70,11 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 	defer srv.Close()
 	cfg.Addr = srv.Addr().String()
 
-	a, err := app.New(cfg, app.WithLogger(logger))
+	base, err := demo.BaseURL(cfg, demo.TenantSlug)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(cfg, app.WithLogger(logger), app.WithDocsServerURL(base))
 	if err != nil {
 		return err
 	}

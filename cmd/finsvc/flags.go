@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -104,18 +105,7 @@ func validate(cfg *config.Config) error {
 // openDB opens the configured database and applies migrations unless
 // NoMigrate.
 func openDB(ctx context.Context, cfg *config.Config, c *cli) (*db.DB, error) {
-	logger := cfg.NewLogger(c.stderr)
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DataDir, logger)
-	if err != nil {
-		return nil, err
-	}
-	if !cfg.NoMigrate {
-		if err := d.Migrate(ctx); err != nil {
-			d.Close()
-			return nil, err
-		}
-	}
-	return d, nil
+	return app.OpenDB(ctx, cfg, cfg.NewLogger(c.stderr))
 }
 
 // openTenantDB opens the database (see openDB) and finds tenant slug in
@@ -137,4 +127,4 @@ func openTenantDB(ctx context.Context, cfg *config.Config, c *cli, slug string) 
 }
 
 // dbFlags are the settings every database command takes.
-var dbFlags = []string{"data", "database-url", "no-migrate", "log-format", "log-level"}
+var dbFlags = []string{"data", "database-url", "database-direct-url", "no-migrate", "log-format", "log-level"}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/config"
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/demo"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
@@ -366,5 +367,39 @@ func TestServeFailures(t *testing.T) {
 	r = exec(t, map[string]string{"FINSVC_DATABASE_URL": "mysql://x", "FINSVC_LOG_LEVEL": "error"}, "serve")
 	if r.code != 1 || !strings.Contains(r.stderr, "unsupported database URL") {
 		t.Errorf("bad database URL: %+v", r)
+	}
+}
+
+func TestCountsCheckAndRebuild(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"FINSVC_DATA_DIR": dir, "FINSVC_LOG_LEVEL": "warn"}
+	if r := exec(t, env, "tenant", "create", "acme"); r.code != 0 {
+		t.Fatalf("tenant create: %+v", r)
+	}
+	if r := exec(t, env, "counts", "check"); r.code != 0 || !strings.Contains(r.stdout, "matches") {
+		t.Fatalf("counts check on a fresh database: %+v", r)
+	}
+	// A total written around the triggers, as a restore with triggers
+	// disabled would leave it.
+	d, err := db.Open(t.Context(), "", dir, testdb.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Exec("INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT id, 'clients', '', 7 FROM tenants").Error
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := exec(t, env, "counts", "check"); r.code != 1 || !strings.Contains(r.stdout, "stored 7, actual 0") || !strings.Contains(r.stderr, "finsvc counts rebuild") {
+		t.Fatalf("counts check after corruption: %+v", r)
+	}
+	if r := exec(t, env, "counts", "rebuild"); r.code != 0 {
+		t.Fatalf("counts rebuild: %+v", r)
+	}
+	if r := exec(t, env, "counts", "check"); r.code != 0 {
+		t.Fatalf("counts check after rebuild: %+v", r)
+	}
+	if r := exec(t, env, "counts", "check", "extra"); r.code != 2 {
+		t.Fatalf("counts check with an argument: %+v", r)
 	}
 }

@@ -16,7 +16,7 @@ func runMigrate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	fs := flagSet("migrate")
-	cfg.RegisterFlagsOnly(fs, "data", "database-url", "log-format", "log-level")
+	cfg.RegisterFlagsOnly(fs, "data", "database-url", "database-direct-url", "log-format", "log-level")
 	status := fs.Bool("status", false, "only print the current and latest schema versions")
 	downTo := fs.Int64("down-to", -1, "roll back to this `version` (0 removes everything) instead of migrating up")
 	usage := func(w io.Writer) {
@@ -36,6 +36,9 @@ func runMigrate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	cfg.NoMigrate = true // openDB must not migrate: this command decides
+	// The migration lock is a session lock: behind a transaction pooler it
+	// must go to the direct URL.
+	cfg.DatabaseURL, cfg.DatabaseDirectURL = cfg.SessionDatabaseURL(), ""
 	d, err := openDB(ctx, cfg, c)
 	if err != nil {
 		return err

@@ -760,38 +760,38 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
-	router.GET(options.BaseURL+"/api/1.0/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
-	router.GET(options.BaseURL+"/api/1.0/users", wrapper.ListUsers, options.OperationMiddlewares["listUsers"]...)
+	router.GET(options.BaseURL+"/api/1.0/acts", wrapper.ListActs, options.OperationMiddlewares["listActs"]...)
+	router.POST(options.BaseURL+"/api/1.0/acts", wrapper.CreateAct, options.OperationMiddlewares["createAct"]...)
+	router.DELETE(options.BaseURL+"/api/1.0/acts/:act_uuid", wrapper.DeleteAct, options.OperationMiddlewares["deleteAct"]...)
+	router.GET(options.BaseURL+"/api/1.0/acts/:act_uuid", wrapper.GetAct, options.OperationMiddlewares["getAct"]...)
+	router.PATCH(options.BaseURL+"/api/1.0/acts/:act_uuid", wrapper.UpdateAct, options.OperationMiddlewares["updateAct"]...)
+	router.PUT(options.BaseURL+"/api/1.0/acts/:act_uuid/data", wrapper.PutActData, options.OperationMiddlewares["putActData"]...)
+	router.PUT(options.BaseURL+"/api/1.0/acts/:act_uuid/data/:data_id", wrapper.PutActDataPoint, options.OperationMiddlewares["putActDataPoint"]...)
+	router.POST(options.BaseURL+"/api/1.0/acts/:act_uuid/duplicate", wrapper.DuplicateAct, options.OperationMiddlewares["duplicateAct"]...)
+	router.POST(options.BaseURL+"/api/1.0/acts/:act_uuid/fetch-requests", wrapper.CreateFetchRequest, options.OperationMiddlewares["createFetchRequest"]...)
+	router.GET(options.BaseURL+"/api/1.0/acts/:act_uuid/fetch-requests/:fetch_request_id", wrapper.GetFetchRequest, options.OperationMiddlewares["getFetchRequest"]...)
+	router.POST(options.BaseURL+"/api/1.0/acts/:act_uuid/finalize", wrapper.FinalizeAct, options.OperationMiddlewares["finalizeAct"]...)
+	router.GET(options.BaseURL+"/api/1.0/acts/:act_uuid/history", wrapper.ListActHistory, options.OperationMiddlewares["listActHistory"]...)
 	router.GET(options.BaseURL+"/api/1.0/clients", wrapper.ListClients, options.OperationMiddlewares["listClients"]...)
 	router.POST(options.BaseURL+"/api/1.0/clients", wrapper.CreateClient, options.OperationMiddlewares["createClient"]...)
 	router.DELETE(options.BaseURL+"/api/1.0/clients/:id", wrapper.DeleteClient, options.OperationMiddlewares["deleteClient"]...)
 	router.GET(options.BaseURL+"/api/1.0/clients/:id", wrapper.GetClient, options.OperationMiddlewares["getClient"]...)
 	router.PATCH(options.BaseURL+"/api/1.0/clients/:id", wrapper.UpdateClient, options.OperationMiddlewares["updateClient"]...)
 	router.GET(options.BaseURL+"/api/1.0/clients/:id/acts/latest", wrapper.GetLatestClientAct, options.OperationMiddlewares["getLatestClientAct"]...)
+	router.GET(options.BaseURL+"/api/1.0/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
 	router.GET(options.BaseURL+"/api/1.0/templates", wrapper.ListTemplates, options.OperationMiddlewares["listTemplates"]...)
 	router.POST(options.BaseURL+"/api/1.0/templates", wrapper.CreateTemplate, options.OperationMiddlewares["createTemplate"]...)
 	router.GET(options.BaseURL+"/api/1.0/templates/:id", wrapper.GetTemplate, options.OperationMiddlewares["getTemplate"]...)
 	router.PUT(options.BaseURL+"/api/1.0/templates/:id", wrapper.UpdateTemplate, options.OperationMiddlewares["updateTemplate"]...)
-	router.GET(options.BaseURL+"/api/1.0/acts", wrapper.ListActs, options.OperationMiddlewares["listActs"]...)
-	router.POST(options.BaseURL+"/api/1.0/acts", wrapper.CreateAct, options.OperationMiddlewares["createAct"]...)
-	router.DELETE(options.BaseURL+"/api/1.0/acts/:act_uuid", wrapper.DeleteAct, options.OperationMiddlewares["deleteAct"]...)
-	router.GET(options.BaseURL+"/api/1.0/acts/:act_uuid", wrapper.GetAct, options.OperationMiddlewares["getAct"]...)
-	router.PATCH(options.BaseURL+"/api/1.0/acts/:act_uuid", wrapper.UpdateAct, options.OperationMiddlewares["updateAct"]...)
-	router.POST(options.BaseURL+"/api/1.0/acts/:act_uuid/finalize", wrapper.FinalizeAct, options.OperationMiddlewares["finalizeAct"]...)
-	router.POST(options.BaseURL+"/api/1.0/acts/:act_uuid/duplicate", wrapper.DuplicateAct, options.OperationMiddlewares["duplicateAct"]...)
-	router.GET(options.BaseURL+"/api/1.0/acts/:act_uuid/history", wrapper.ListActHistory, options.OperationMiddlewares["listActHistory"]...)
-	router.POST(options.BaseURL+"/api/1.0/acts/:act_uuid/fetch-requests", wrapper.CreateFetchRequest, options.OperationMiddlewares["createFetchRequest"]...)
-	router.GET(options.BaseURL+"/api/1.0/acts/:act_uuid/fetch-requests/:fetch_request_id", wrapper.GetFetchRequest, options.OperationMiddlewares["getFetchRequest"]...)
-	router.PUT(options.BaseURL+"/api/1.0/acts/:act_uuid/data/:data_id", wrapper.PutActDataPoint, options.OperationMiddlewares["putActDataPoint"]...)
-	router.PUT(options.BaseURL+"/api/1.0/acts/:act_uuid/data", wrapper.PutActData, options.OperationMiddlewares["putActData"]...)
+	router.GET(options.BaseURL+"/api/1.0/users", wrapper.ListUsers, options.OperationMiddlewares["listUsers"]...)
 	router.GET(options.BaseURL+"/api/1.0/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/api/1.0/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
 	router.DELETE(options.BaseURL+"/api/1.0/webhooks/:id", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
 	router.GET(options.BaseURL+"/api/1.0/webhooks/:id", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
 	router.PATCH(options.BaseURL+"/api/1.0/webhooks/:id", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
-	router.POST(options.BaseURL+"/api/1.0/webhooks/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.GET(options.BaseURL+"/api/1.0/webhooks/:id/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.POST(options.BaseURL+"/api/1.0/webhooks/:id/deliveries/:delivery_id/redeliver", wrapper.RedeliverWebhookDelivery, options.OperationMiddlewares["redeliverWebhookDelivery"]...)
+	router.POST(options.BaseURL+"/api/1.0/webhooks/:id/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 
 }
 
@@ -1091,14 +1091,7 @@ func DeliverActFetchDataCallbackHandler(si CallbackReceiverInterface, middleware
 	return h
 }
 
-type BadRequestResponseHeaders struct {
-	RequestId *string
-}
-type BadRequestJSONResponse struct {
-	Body Error
-
-	Headers BadRequestResponseHeaders
-}
+type BadRequestJSONResponse Error
 
 type ConflictJSONResponse Error
 
@@ -1108,11 +1101,10 @@ type ForbiddenJSONResponse Error
 
 type NotFoundJSONResponse Error
 
+type PayloadTooLargeJSONResponse Error
+
 type TooManyRequestsResponseHeaders struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	RetryAfter         *int
+	RetryAfter *int
 }
 type TooManyRequestsJSONResponse struct {
 	Body Error
@@ -1122,7 +1114,6 @@ type TooManyRequestsJSONResponse struct {
 
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
-	RequestId       *string
 }
 type UnauthorizedJSONResponse struct {
 	Body Error
@@ -1159,13 +1150,10 @@ type ListActs400JSONResponse struct{ BadRequestJSONResponse }
 func (response ListActs400JSONResponse) VisitListActsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1182,9 +1170,6 @@ func (response ListActs401JSONResponse) VisitListActsResponse(w http.ResponseWri
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -1214,15 +1199,6 @@ func (response ListActs429JSONResponse) VisitListActsResponse(w http.ResponseWri
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1275,13 +1251,10 @@ type CreateAct400JSONResponse struct{ BadRequestJSONResponse }
 func (response CreateAct400JSONResponse) VisitCreateActResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1298,9 +1271,6 @@ func (response CreateAct401JSONResponse) VisitCreateActResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -1321,6 +1291,20 @@ func (response CreateAct403JSONResponse) VisitCreateActResponse(w http.ResponseW
 	return err
 }
 
+type CreateAct413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateAct413JSONResponse) VisitCreateActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateAct429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response CreateAct429JSONResponse) VisitCreateActResponse(w http.ResponseWriter) error {
@@ -1330,15 +1314,6 @@ func (response CreateAct429JSONResponse) VisitCreateActResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1385,13 +1360,10 @@ type DeleteAct400JSONResponse struct{ BadRequestJSONResponse }
 func (response DeleteAct400JSONResponse) VisitDeleteActResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1408,9 +1380,6 @@ func (response DeleteAct401JSONResponse) VisitDeleteActResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -1454,15 +1423,6 @@ func (response DeleteAct429JSONResponse) VisitDeleteActResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1515,13 +1475,10 @@ type GetAct400JSONResponse struct{ BadRequestJSONResponse }
 func (response GetAct400JSONResponse) VisitGetActResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1538,9 +1495,6 @@ func (response GetAct401JSONResponse) VisitGetActResponse(w http.ResponseWriter)
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -1584,15 +1538,6 @@ func (response GetAct429JSONResponse) VisitGetActResponse(w http.ResponseWriter)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1646,13 +1591,10 @@ type UpdateAct400JSONResponse struct{ BadRequestJSONResponse }
 func (response UpdateAct400JSONResponse) VisitUpdateActResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1669,9 +1611,6 @@ func (response UpdateAct401JSONResponse) VisitUpdateActResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -1706,6 +1645,20 @@ func (response UpdateAct404JSONResponse) VisitUpdateActResponse(w http.ResponseW
 	return err
 }
 
+type UpdateAct413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateAct413JSONResponse) VisitUpdateActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateAct429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response UpdateAct429JSONResponse) VisitUpdateActResponse(w http.ResponseWriter) error {
@@ -1715,15 +1668,6 @@ func (response UpdateAct429JSONResponse) VisitUpdateActResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1777,13 +1721,10 @@ type PutActData400JSONResponse struct{ BadRequestJSONResponse }
 func (response PutActData400JSONResponse) VisitPutActDataResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1800,9 +1741,6 @@ func (response PutActData401JSONResponse) VisitPutActDataResponse(w http.Respons
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -1851,6 +1789,20 @@ func (response PutActData409JSONResponse) VisitPutActDataResponse(w http.Respons
 	return err
 }
 
+type PutActData413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PutActData413JSONResponse) VisitPutActDataResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutActData422JSONResponse struct{ UnprocessableJSONResponse }
 
 func (response PutActData422JSONResponse) VisitPutActDataResponse(w http.ResponseWriter) error {
@@ -1874,15 +1826,6 @@ func (response PutActData429JSONResponse) VisitPutActDataResponse(w http.Respons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1937,13 +1880,10 @@ type PutActDataPoint400JSONResponse struct{ BadRequestJSONResponse }
 func (response PutActDataPoint400JSONResponse) VisitPutActDataPointResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1960,9 +1900,6 @@ func (response PutActDataPoint401JSONResponse) VisitPutActDataPointResponse(w ht
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2011,6 +1948,20 @@ func (response PutActDataPoint409JSONResponse) VisitPutActDataPointResponse(w ht
 	return err
 }
 
+type PutActDataPoint413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PutActDataPoint413JSONResponse) VisitPutActDataPointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutActDataPoint422JSONResponse struct{ UnprocessableJSONResponse }
 
 func (response PutActDataPoint422JSONResponse) VisitPutActDataPointResponse(w http.ResponseWriter) error {
@@ -2034,15 +1985,6 @@ func (response PutActDataPoint429JSONResponse) VisitPutActDataPointResponse(w ht
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2095,13 +2037,10 @@ type DuplicateAct400JSONResponse struct{ BadRequestJSONResponse }
 func (response DuplicateAct400JSONResponse) VisitDuplicateActResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2118,9 +2057,6 @@ func (response DuplicateAct401JSONResponse) VisitDuplicateActResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2164,15 +2100,6 @@ func (response DuplicateAct429JSONResponse) VisitDuplicateActResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2226,13 +2153,10 @@ type CreateFetchRequest400JSONResponse struct{ BadRequestJSONResponse }
 func (response CreateFetchRequest400JSONResponse) VisitCreateFetchRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2249,9 +2173,6 @@ func (response CreateFetchRequest401JSONResponse) VisitCreateFetchRequestRespons
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2286,6 +2207,20 @@ func (response CreateFetchRequest404JSONResponse) VisitCreateFetchRequestRespons
 	return err
 }
 
+type CreateFetchRequest413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateFetchRequest413JSONResponse) VisitCreateFetchRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateFetchRequest429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response CreateFetchRequest429JSONResponse) VisitCreateFetchRequestResponse(w http.ResponseWriter) error {
@@ -2295,15 +2230,6 @@ func (response CreateFetchRequest429JSONResponse) VisitCreateFetchRequestRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2357,13 +2283,10 @@ type GetFetchRequest400JSONResponse struct{ BadRequestJSONResponse }
 func (response GetFetchRequest400JSONResponse) VisitGetFetchRequestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2380,9 +2303,6 @@ func (response GetFetchRequest401JSONResponse) VisitGetFetchRequestResponse(w ht
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2426,15 +2346,6 @@ func (response GetFetchRequest429JSONResponse) VisitGetFetchRequestResponse(w ht
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2487,13 +2398,10 @@ type FinalizeAct400JSONResponse struct{ BadRequestJSONResponse }
 func (response FinalizeAct400JSONResponse) VisitFinalizeActResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2510,9 +2418,6 @@ func (response FinalizeAct401JSONResponse) VisitFinalizeActResponse(w http.Respo
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2556,15 +2461,6 @@ func (response FinalizeAct429JSONResponse) VisitFinalizeActResponse(w http.Respo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2618,13 +2514,10 @@ type ListActHistory400JSONResponse struct{ BadRequestJSONResponse }
 func (response ListActHistory400JSONResponse) VisitListActHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2641,9 +2534,6 @@ func (response ListActHistory401JSONResponse) VisitListActHistoryResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2687,15 +2577,6 @@ func (response ListActHistory429JSONResponse) VisitListActHistoryResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2748,13 +2629,10 @@ type ListClients400JSONResponse struct{ BadRequestJSONResponse }
 func (response ListClients400JSONResponse) VisitListClientsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2771,9 +2649,6 @@ func (response ListClients401JSONResponse) VisitListClientsResponse(w http.Respo
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2803,15 +2678,6 @@ func (response ListClients429JSONResponse) VisitListClientsResponse(w http.Respo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2864,13 +2730,10 @@ type CreateClient400JSONResponse struct{ BadRequestJSONResponse }
 func (response CreateClient400JSONResponse) VisitCreateClientResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2887,9 +2750,6 @@ func (response CreateClient401JSONResponse) VisitCreateClientResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -2910,6 +2770,20 @@ func (response CreateClient403JSONResponse) VisitCreateClientResponse(w http.Res
 	return err
 }
 
+type CreateClient413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateClient413JSONResponse) VisitCreateClientResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateClient429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response CreateClient429JSONResponse) VisitCreateClientResponse(w http.ResponseWriter) error {
@@ -2919,15 +2793,6 @@ func (response CreateClient429JSONResponse) VisitCreateClientResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2974,13 +2839,10 @@ type DeleteClient400JSONResponse struct{ BadRequestJSONResponse }
 func (response DeleteClient400JSONResponse) VisitDeleteClientResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2997,9 +2859,6 @@ func (response DeleteClient401JSONResponse) VisitDeleteClientResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -3043,15 +2902,6 @@ func (response DeleteClient429JSONResponse) VisitDeleteClientResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3104,13 +2954,10 @@ type GetClient400JSONResponse struct{ BadRequestJSONResponse }
 func (response GetClient400JSONResponse) VisitGetClientResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3127,9 +2974,6 @@ func (response GetClient401JSONResponse) VisitGetClientResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -3173,15 +3017,6 @@ func (response GetClient429JSONResponse) VisitGetClientResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3235,13 +3070,10 @@ type UpdateClient400JSONResponse struct{ BadRequestJSONResponse }
 func (response UpdateClient400JSONResponse) VisitUpdateClientResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3258,9 +3090,6 @@ func (response UpdateClient401JSONResponse) VisitUpdateClientResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -3295,6 +3124,20 @@ func (response UpdateClient404JSONResponse) VisitUpdateClientResponse(w http.Res
 	return err
 }
 
+type UpdateClient413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateClient413JSONResponse) VisitUpdateClientResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateClient429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response UpdateClient429JSONResponse) VisitUpdateClientResponse(w http.ResponseWriter) error {
@@ -3304,15 +3147,6 @@ func (response UpdateClient429JSONResponse) VisitUpdateClientResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3365,13 +3199,10 @@ type GetLatestClientAct400JSONResponse struct{ BadRequestJSONResponse }
 func (response GetLatestClientAct400JSONResponse) VisitGetLatestClientActResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3388,9 +3219,6 @@ func (response GetLatestClientAct401JSONResponse) VisitGetLatestClientActRespons
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -3434,15 +3262,6 @@ func (response GetLatestClientAct429JSONResponse) VisitGetLatestClientActRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3475,25 +3294,15 @@ type GetMeResponseObject interface {
 	VisitGetMeResponse(w http.ResponseWriter) error
 }
 
-type GetMe200ResponseHeaders struct {
-	RequestId *string
-}
-
-type GetMe200JSONResponse struct {
-	Body    Me
-	Headers GetMe200ResponseHeaders
-}
+type GetMe200JSONResponse Me
 
 func (response GetMe200JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3511,9 +3320,6 @@ func (response GetMe401JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3528,15 +3334,6 @@ func (response GetMe429JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3589,13 +3386,10 @@ type ListTemplates400JSONResponse struct{ BadRequestJSONResponse }
 func (response ListTemplates400JSONResponse) VisitListTemplatesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3612,9 +3406,6 @@ func (response ListTemplates401JSONResponse) VisitListTemplatesResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -3644,15 +3435,6 @@ func (response ListTemplates429JSONResponse) VisitListTemplatesResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3705,13 +3487,10 @@ type CreateTemplate400JSONResponse struct{ BadRequestJSONResponse }
 func (response CreateTemplate400JSONResponse) VisitCreateTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3728,9 +3507,6 @@ func (response CreateTemplate401JSONResponse) VisitCreateTemplateResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -3751,6 +3527,20 @@ func (response CreateTemplate403JSONResponse) VisitCreateTemplateResponse(w http
 	return err
 }
 
+type CreateTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateTemplate413JSONResponse) VisitCreateTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response CreateTemplate429JSONResponse) VisitCreateTemplateResponse(w http.ResponseWriter) error {
@@ -3760,15 +3550,6 @@ func (response CreateTemplate429JSONResponse) VisitCreateTemplateResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3821,13 +3602,10 @@ type GetTemplate400JSONResponse struct{ BadRequestJSONResponse }
 func (response GetTemplate400JSONResponse) VisitGetTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3844,9 +3622,6 @@ func (response GetTemplate401JSONResponse) VisitGetTemplateResponse(w http.Respo
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -3890,15 +3665,6 @@ func (response GetTemplate429JSONResponse) VisitGetTemplateResponse(w http.Respo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3966,13 +3732,10 @@ type UpdateTemplate400JSONResponse struct{ BadRequestJSONResponse }
 func (response UpdateTemplate400JSONResponse) VisitUpdateTemplateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3989,9 +3752,6 @@ func (response UpdateTemplate401JSONResponse) VisitUpdateTemplateResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4026,6 +3786,20 @@ func (response UpdateTemplate404JSONResponse) VisitUpdateTemplateResponse(w http
 	return err
 }
 
+type UpdateTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateTemplate413JSONResponse) VisitUpdateTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTemplate429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response UpdateTemplate429JSONResponse) VisitUpdateTemplateResponse(w http.ResponseWriter) error {
@@ -4035,15 +3809,6 @@ func (response UpdateTemplate429JSONResponse) VisitUpdateTemplateResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4096,13 +3861,10 @@ type ListUsers400JSONResponse struct{ BadRequestJSONResponse }
 func (response ListUsers400JSONResponse) VisitListUsersResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4119,9 +3881,6 @@ func (response ListUsers401JSONResponse) VisitListUsersResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4151,15 +3910,6 @@ func (response ListUsers429JSONResponse) VisitListUsersResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4212,13 +3962,10 @@ type ListWebhooks400JSONResponse struct{ BadRequestJSONResponse }
 func (response ListWebhooks400JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4235,9 +3982,6 @@ func (response ListWebhooks401JSONResponse) VisitListWebhooksResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4267,15 +4011,6 @@ func (response ListWebhooks429JSONResponse) VisitListWebhooksResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4328,13 +4063,10 @@ type CreateWebhook400JSONResponse struct{ BadRequestJSONResponse }
 func (response CreateWebhook400JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4351,9 +4083,6 @@ func (response CreateWebhook401JSONResponse) VisitCreateWebhookResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4374,6 +4103,20 @@ func (response CreateWebhook403JSONResponse) VisitCreateWebhookResponse(w http.R
 	return err
 }
 
+type CreateWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateWebhook413JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response CreateWebhook429JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
@@ -4383,15 +4126,6 @@ func (response CreateWebhook429JSONResponse) VisitCreateWebhookResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4438,13 +4172,10 @@ type DeleteWebhook400JSONResponse struct{ BadRequestJSONResponse }
 func (response DeleteWebhook400JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4461,9 +4192,6 @@ func (response DeleteWebhook401JSONResponse) VisitDeleteWebhookResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4507,15 +4235,6 @@ func (response DeleteWebhook429JSONResponse) VisitDeleteWebhookResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4568,13 +4287,10 @@ type GetWebhook400JSONResponse struct{ BadRequestJSONResponse }
 func (response GetWebhook400JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4591,9 +4307,6 @@ func (response GetWebhook401JSONResponse) VisitGetWebhookResponse(w http.Respons
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4637,15 +4350,6 @@ func (response GetWebhook429JSONResponse) VisitGetWebhookResponse(w http.Respons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4699,13 +4403,10 @@ type UpdateWebhook400JSONResponse struct{ BadRequestJSONResponse }
 func (response UpdateWebhook400JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4722,9 +4423,6 @@ func (response UpdateWebhook401JSONResponse) VisitUpdateWebhookResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4759,6 +4457,20 @@ func (response UpdateWebhook404JSONResponse) VisitUpdateWebhookResponse(w http.R
 	return err
 }
 
+type UpdateWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateWebhook413JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response UpdateWebhook429JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
@@ -4768,15 +4480,6 @@ func (response UpdateWebhook429JSONResponse) VisitUpdateWebhookResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4830,13 +4533,10 @@ type ListWebhookDeliveries400JSONResponse struct{ BadRequestJSONResponse }
 func (response ListWebhookDeliveries400JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4853,9 +4553,6 @@ func (response ListWebhookDeliveries401JSONResponse) VisitListWebhookDeliveriesR
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -4899,15 +4596,6 @@ func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4961,13 +4649,10 @@ type RedeliverWebhookDelivery400JSONResponse struct{ BadRequestJSONResponse }
 func (response RedeliverWebhookDelivery400JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4984,9 +4669,6 @@ func (response RedeliverWebhookDelivery401JSONResponse) VisitRedeliverWebhookDel
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -5030,15 +4712,6 @@ func (response RedeliverWebhookDelivery429JSONResponse) VisitRedeliverWebhookDel
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -5091,13 +4764,10 @@ type RotateWebhookSecret400JSONResponse struct{ BadRequestJSONResponse }
 func (response RotateWebhookSecret400JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
-	}
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5114,9 +4784,6 @@ func (response RotateWebhookSecret401JSONResponse) VisitRotateWebhookSecretRespo
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.WWWAuthenticate != nil {
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
-	}
-	if response.Headers.RequestId != nil {
-		w.Header().Set("request_id", fmt.Sprint(*response.Headers.RequestId))
 	}
 	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
@@ -5160,15 +4827,6 @@ func (response RotateWebhookSecret429JSONResponse) VisitRotateWebhookSecretRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
-	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
-	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}

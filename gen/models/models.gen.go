@@ -433,6 +433,27 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for WebhookHealthState.
+const (
+	WebhookHealthBackingOff WebhookHealthState = "backing_off"
+	WebhookHealthFailing    WebhookHealthState = "failing"
+	WebhookHealthHealthy    WebhookHealthState = "healthy"
+)
+
+// Valid indicates whether the value is a known member of the WebhookHealthState enum.
+func (e WebhookHealthState) Valid() bool {
+	switch e {
+	case WebhookHealthBackingOff:
+		return true
+	case WebhookHealthFailing:
+		return true
+	case WebhookHealthHealthy:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuthorizeParamsResponseType.
 const (
 	Code AuthorizeParamsResponseType = "code"
@@ -714,7 +735,7 @@ type ClientCreate struct {
 	// Country ISO 3166-1 alpha-2 country code.
 	Country string `json:"country"`
 
-	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. The bound is stated here rather than as `maximum`, which validators compare in binary floating point, where it equals 1e18.
+	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
 	CreditLimit money.Decimal `json:"credit_limit"`
 
 	// OrgNumber Organization number.
@@ -738,7 +759,7 @@ type ClientUpdate struct {
 	// Country ISO 3166-1 alpha-2 country code.
 	Country *string `json:"country,omitempty"`
 
-	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. The bound is stated here rather than as `maximum`, which validators compare in binary floating point, where it equals 1e18.
+	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
 	CreditLimit *money.Decimal `json:"credit_limit,omitempty"`
 
 	// OrgNumber Organization number.
@@ -786,13 +807,13 @@ type DataPoint struct {
 	// ExternalDataField True when an integration fetches it.
 	ExternalDataField bool `json:"external_data_field"`
 
-	// Fetch The most recent fetch of this field, or null.
+	// Fetch The data point's most recent fetch.
 	Fetch *DataPointFetch `json:"fetch"`
 
 	// Id The act data-point id.
 	Id int64 `json:"id"`
 
-	// Options Effective options, or null.
+	// Options Type-specific formatting and validation options. Only the options meaningful for the type are allowed; types without options carry null.
 	Options *FieldOptions `json:"options"`
 
 	// Revision Increments on every value change.
@@ -996,7 +1017,7 @@ type FieldDefinition struct {
 	// Id The act data-point id.
 	Id int64 `json:"id"`
 
-	// Options Effective options (structured fields include their columns), or null.
+	// Options Type-specific formatting and validation options. Only the options meaningful for the type are allowed; types without options carry null.
 	Options *FieldOptions `json:"options"`
 
 	// Source Where a field's value comes from: `external_data` (an integration fetches it),
@@ -1237,7 +1258,7 @@ type TemplateField struct {
 	// Name Display label.
 	Name string `json:"name"`
 
-	// Options Effective options, or null when the type has none.
+	// Options Type-specific formatting and validation options. Only the options meaningful for the type are allowed; types without options carry null.
 	Options *FieldOptions `json:"options"`
 
 	// Source Where a field's value comes from: `external_data` (an integration fetches it),
@@ -1266,7 +1287,7 @@ type TemplateFieldInput struct {
 	// Name Display label.
 	Name string `json:"name"`
 
-	// Options Type-specific options.
+	// Options Type-specific formatting and validation options. Only the options meaningful for the type are allowed; types without options carry null.
 	Options *FieldOptions `json:"options,omitempty"`
 
 	// Source Where a field's value comes from: `external_data` (an integration fetches it),
@@ -1393,11 +1414,24 @@ type Webhook struct {
 	// CreatedByUserId The user who registered it; deliveries about an act need this user's access to it.
 	CreatedByUserId int64 `json:"created_by_user_id"`
 
-	// DisabledReason Why the service deactivated it (for example the target answered 410).
+	// DisabledAt When the service deactivated it (410, or every attempt failed for 5 days); cleared when it is activated again.
+	DisabledAt *time.Time `json:"disabled_at"`
+
+	// DisabledReason Why the service deactivated it (the target answered 410, or every attempt failed for 5 days).
 	DisabledReason *string `json:"disabled_reason"`
 
 	// Event Webhook event kinds.
 	Event EventKind `json:"event"`
+
+	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
+	// makes it `healthy`; failures (no answer in time, or anything but 2xx) make it
+	// `failing`. After 3 consecutive failures the endpoint is backed off as a whole
+	// (`backing_off`): its deliveries wait on their retry schedule without being
+	// attempted until `backing_off_until` (30 s, doubling with each further
+	// failure, at most 10 minutes), then one attempt probes it. A registration
+	// whose every attempt has failed for 5 days is disabled (`disabled_reason`,
+	// `disabled_at`); activating it again with PATCH starts afresh.
+	Health WebhookHealth `json:"health"`
 
 	// Id The registration id.
 	Id int64 `json:"id"`
@@ -1419,6 +1453,40 @@ type WebhookCreate struct {
 	// Example: https://integration.example.com/hooks/finsvc
 	Target string `json:"target"`
 }
+
+// WebhookHealth How the registration's endpoint is doing. Each attempt is recorded: a success
+// makes it `healthy`; failures (no answer in time, or anything but 2xx) make it
+// `failing`. After 3 consecutive failures the endpoint is backed off as a whole
+// (`backing_off`): its deliveries wait on their retry schedule without being
+// attempted until `backing_off_until` (30 s, doubling with each further
+// failure, at most 10 minutes), then one attempt probes it. A registration
+// whose every attempt has failed for 5 days is disabled (`disabled_reason`,
+// `disabled_at`); activating it again with PATCH starts afresh.
+type WebhookHealth struct {
+	// BackingOffUntil Until when no attempt is made (while `backing_off`).
+	BackingOffUntil *time.Time `json:"backing_off_until"`
+
+	// ConsecutiveFailures Failed attempts since the last success.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+
+	// FailingSince The first failure since the last success; null while healthy.
+	FailingSince *time.Time `json:"failing_since"`
+
+	// LastFailureAt When an attempt last failed.
+	LastFailureAt *time.Time `json:"last_failure_at"`
+
+	// LastFailureReason What went wrong in the last failed attempt (for example "target answered 503" or a timeout).
+	LastFailureReason *string `json:"last_failure_reason"`
+
+	// LastSuccessAt When an attempt last succeeded (kept to the second).
+	LastSuccessAt *time.Time `json:"last_success_at"`
+
+	// State `healthy`: the last attempt succeeded (or none was made); `failing`: recent attempts failed; `backing_off`: no attempts until `backing_off_until`.
+	State WebhookHealthState `json:"state"`
+}
+
+// WebhookHealthState `healthy`: the last attempt succeeded (or none was made); `failing`: recent attempts failed; `backing_off`: no attempts until `backing_off_until`.
+type WebhookHealthState string
 
 // WebhookList A page of registrations.
 type WebhookList struct {
@@ -1452,11 +1520,24 @@ type WebhookWithSecret struct {
 	// CreatedByUserId The user who registered it.
 	CreatedByUserId int64 `json:"created_by_user_id"`
 
+	// DisabledAt When the service deactivated it (410, or every attempt failed for 5 days); cleared when it is activated again.
+	DisabledAt *time.Time `json:"disabled_at"`
+
 	// DisabledReason Why the service deactivated it.
 	DisabledReason *string `json:"disabled_reason"`
 
 	// Event Webhook event kinds.
 	Event EventKind `json:"event"`
+
+	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
+	// makes it `healthy`; failures (no answer in time, or anything but 2xx) make it
+	// `failing`. After 3 consecutive failures the endpoint is backed off as a whole
+	// (`backing_off`): its deliveries wait on their retry schedule without being
+	// attempted until `backing_off_until` (30 s, doubling with each further
+	// failure, at most 10 minutes), then one attempt probes it. A registration
+	// whose every attempt has failed for 5 days is disabled (`disabled_reason`,
+	// `disabled_at`); activating it again with PATCH starts afresh.
+	Health WebhookHealth `json:"health"`
 
 	// Id The registration id.
 	Id int64 `json:"id"`
@@ -1520,6 +1601,9 @@ type NotFound = Error
 
 // OAuthUnavailable An RFC 6749 error response.
 type OAuthUnavailable = OAuthError
+
+// PayloadTooLarge The error body of every endpoint below `/api/1.0`.
+type PayloadTooLarge = Error
 
 // TooManyRequests The error body of every endpoint below `/api/1.0`.
 type TooManyRequests = Error

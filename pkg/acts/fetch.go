@@ -12,6 +12,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
@@ -318,4 +319,23 @@ func (v *FetchView) API() models.FetchRequest {
 			ExternalDataField: f.External, State: models.FieldFetchState(f.State), Error: f.Error}
 	}
 	return out
+}
+
+// PurgeFetchRequests deletes up to batch fetch requests of every tenant
+// that expired before before (with their field rows), and returns how many
+// went. An expired request can no longer change, and the data points keep
+// their values and history: only the request's record goes, so a data
+// point whose last fetch is purged shows no fetch state.
+func PurgeFetchRequests(ctx context.Context, d *db.DB, before time.Time, batch int) (int64, error) {
+	lock := ""
+	if d.Dialect == db.Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	res := d.WithContext(ctx).Exec(`DELETE FROM fetch_requests WHERE (tenant_id, id) IN (
+  SELECT tenant_id, id FROM fetch_requests WHERE expires_at < ?
+  ORDER BY expires_at LIMIT ?`+lock+`)`, before, batch)
+	if res.Error != nil {
+		return 0, fmt.Errorf("acts: purge fetch requests: %w", res.Error)
+	}
+	return res.RowsAffected, nil
 }

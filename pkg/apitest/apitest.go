@@ -90,6 +90,7 @@ func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
 	e := &Env{T: t, Config: config.Default(), Tokens: NewTokens()}
 	e.Config.RateLimitRPS = 0 // tests that want limits turn them on
+	e.Config.RateLimitAddressRPS = 0
 	// serve resolves the global secret before building the server; tests
 	// get a fixed one (options may replace it).
 	e.Config.Secret = "apitest-global-secret-0123456789abcdef"
@@ -98,6 +99,11 @@ func New(t testing.TB, opts ...Option) *Env {
 	}
 	if e.DB == nil {
 		e.DB = testdb.SQLite(t)
+	}
+	if e.DB.Dialect == db.Postgres && e.Config.DatabaseDirectURL == "" {
+		// The delivery worker LISTENs on a session of its own: direct,
+		// even when the suite runs behind PgBouncer.
+		_, e.Config.DatabaseDirectURL = testdb.URLs(t, e.DB)
 	}
 	base := []app.Option{
 		app.WithDB(e.DB),

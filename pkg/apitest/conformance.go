@@ -91,6 +91,32 @@ func ValidateResponse(req *http.Request, resp *http.Response, body []byte) error
 		return fmt.Errorf("%s %s → %d does not conform to the OpenAPI document: %w\nbody: %s",
 			req.Method, req.URL.Path, resp.StatusCode, err, truncate(body, 2000))
 	}
+	return undeclaredHeaders(route.Operation, resp)
+}
+
+// middlewareHeaders are the headers the service's middleware adds to
+// responses it does not otherwise describe; the document must declare each
+// one on every response that carries it (validators ignore undeclared
+// headers, so without this check the document could stay silent about them).
+var middlewareHeaders = []string{"request_id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"}
+
+func undeclaredHeaders(op *openapi3.Operation, resp *http.Response) error {
+	ref := op.Responses.Status(resp.StatusCode)
+	if ref == nil {
+		ref = op.Responses.Default()
+	}
+	if ref == nil || ref.Value == nil {
+		return nil // ValidateResponse has refused an undeclared status already
+	}
+	for _, h := range middlewareHeaders {
+		if resp.Header.Get(h) == "" {
+			continue
+		}
+		if _, ok := ref.Value.Headers[h]; !ok {
+			return fmt.Errorf("%s → %d carries the %s header, which the OpenAPI document does not declare on that response",
+				op.OperationID, resp.StatusCode, h)
+		}
+	}
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package apitest
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -23,5 +25,20 @@ func TestValidateEvent(t *testing.T) {
 		if err := ValidateEvent([]byte(body)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A header the middleware adds must be declared on the response that
+// carries it.
+func TestUndeclaredMiddlewareHeader(t *testing.T) {
+	req := httptest.NewRequest("GET", "/api/1.0/clients", nil)
+	body := []byte(`{"data":[],"meta":{"current_page":1,"per_page":25,"total":0}}`)
+	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}, "Request_id": {"abc"}}}
+	if err := ValidateResponse(req, resp, body); err != nil {
+		t.Fatalf("declared header refused: %v", err)
+	}
+	resp.Header.Set("Retry-After", "1")
+	if err := ValidateResponse(req, resp, body); err == nil || !strings.Contains(err.Error(), "Retry-After") {
+		t.Fatalf("undeclared Retry-After accepted: %v", err)
 	}
 }

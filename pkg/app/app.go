@@ -44,6 +44,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/metrics"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/ratelimit"
+	"github.com/finsvc/finsvc/pkg/retention"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -72,7 +73,12 @@ type options struct {
 	limiter      *ratelimit.Limiter
 	deliveryOpts []delivery.Option
 	noDeliveries bool
+	docsServer   string
 }
+
+// WithDocsServerURL makes /docs document url as the server (the demo passes
+// its tenant's URL) instead of the tenant URL template.
+func WithDocsServerURL(url string) Option { return func(o *options) { o.docsServer = url } }
 
 // WithDB serves d instead of opening cfg's database; Close leaves it open.
 // d must be migrated.
@@ -122,9 +128,10 @@ type App struct {
 	metrics *metrics.Metrics
 	handler http.Handler
 
-	worker  *delivery.Worker // started by Start; nil WithoutDeliveries
-	janitor *oauth.Janitor
-	cache   *authcache.Cache // nil unless PostgreSQL with a database URL
+	worker    *delivery.Worker // started by Start; nil WithoutDeliveries
+	janitor   *oauth.Janitor
+	retention *retention.Purger
+	cache     *authcache.Cache // nil unless PostgreSQL with a database URL
 
 	// closers release what New opened, in reverse order.
 	closers []func() error
@@ -176,19 +183,19 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		userOpts = append(userOpts, users.WithHashParams(*o.hashParams))
 	}
 	userStore := users.NewStore(a.db, userOpts...)
-	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore); err != nil {
-		return nil, err
-	}
-	a.janitor = oauth.NewJanitor(a.db, a.log)
-	a.metrics = metrics.New(a.db)
-
 	limiter := o.limiter
 	if limiter == nil {
-		if limiter, err = ratelimit.New(cfg, a.log); err != nil {
+		if limiter, err = ratelimit.New(cfg, a.log, ratelimit.WithObserver(metrics.RateLimited, metrics.RateLimitFallback)); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, limiter.Close)
 	}
+	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter)); err != nil {
+		return nil, err
+	}
+	a.janitor = oauth.NewJanitor(a.db, a.log)
+	a.retention = retention.New(a.db, cfg.EventRetention, a.log)
+	a.metrics = metrics.New(a.db)
 
 	// The webhook context: events written by acts, fetch requests and
 	// redeliveries wake this replica's worker at once (if Start runs it;
@@ -230,9 +237,11 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 			Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
 			Webhooks:  wh.Registry,
 		},
-		// Metrics first, so that it also observes the limiter's 429s.
-		Middleware: []echo.MiddlewareFunc{a.metrics.Middleware(), limiter.Middleware()},
-		Routes:     []func(*echo.Echo){a.oauth.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e) }},
+		// Only an authenticated caller spends its tenant's budget; the
+		// bearer check and the token endpoints charge it.
+		Budget:     limiter,
+		Middleware: []echo.MiddlewareFunc{a.metrics.Middleware()},
+		Routes:     []func(*echo.Echo){a.oauth.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
 	})
 	if err != nil {
 		return nil, err
@@ -240,14 +249,39 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	return a, nil
 }
 
+// openDB opens the serving pool on FINSVC_DATABASE_URL and migrates. What
+// needs a session of its own (the migration advisory lock, and LISTEN in
+// Start) goes to FINSVC_DATABASE_DIRECT_URL when it is set: behind a
+// transaction pooler such as PgBouncer, session state does not survive a
+// transaction. A direct URL that does not answer refuses the start.
 func openDB(cfg *config.Config, log *slog.Logger) (*db.DB, error) {
-	ctx := context.Background()
+	return OpenDB(context.Background(), cfg, log)
+}
+
+// OpenDB is openDB for the CLI's database commands (one rule for which URL
+// does what).
+func OpenDB(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, error) {
 	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.DatabaseDirectURL == "" || cfg.DatabaseDirectURL == cfg.DatabaseURL {
+		if !cfg.NoMigrate {
+			if err := d.Migrate(ctx); err != nil {
+				d.Close()
+				return nil, err
+			}
+		}
+		return d, nil
+	}
+	direct, err := db.Open(ctx, cfg.DatabaseDirectURL, "", log)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("database direct url: %w", err)
+	}
+	defer direct.Close()
 	if !cfg.NoMigrate {
-		if err := d.Migrate(ctx); err != nil {
+		if err := direct.Migrate(ctx); err != nil {
 			d.Close()
 			return nil, err
 		}
@@ -303,12 +337,14 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.janitor.Start(bg)
 	a.stopFns = append(a.stopFns, a.janitor.Stop)
+	a.retention.Start(bg)
+	a.stopFns = append(a.stopFns, a.retention.Stop)
 	if a.cache != nil {
 		lctx, cancel := context.WithCancel(bg)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			a.cache.ListenPostgres(lctx, a.cfg.DatabaseURL, a.log)
+			a.cache.ListenPostgres(lctx, a.cfg.SessionDatabaseURL(), a.log)
 		}()
 		// Waiting for the listener to return closes its connection.
 		a.stopFns = append(a.stopFns, func() { cancel(); <-done })

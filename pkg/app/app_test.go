@@ -3,8 +3,6 @@ package app_test
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,18 +35,17 @@ func (c *countingAuth) AuthenticateBearer(ctx context.Context, tok string) (*aut
 // connection.
 func TestAppPostgres(t *testing.T) {
 	d := testdb.Postgres(t)
+	pooled, direct := testdb.URLs(t, d)
 	var name string
 	if err := d.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(os.Getenv(testdb.EnvDatabaseURL))
-	u.Path = "/" + name
 
 	tokens := apitest.NewTokens()
 	counter := &countingAuth{next: tokens}
 	env := apitest.New(t, apitest.WithDB(d), apitest.WithTokens(tokens),
 		apitest.WithConfig(func(c *config.Config) {
-			c.DatabaseURL = u.String()
+			c.DatabaseURL, c.DatabaseDirectURL = pooled, direct
 			c.RateLimitRPS, c.RateLimitBurst = 1000, 1000
 		}),
 		apitest.WithApp(app.WithAuthenticator(counter)))

@@ -2,8 +2,6 @@ package authcache
 
 import (
 	"context"
-	"net/url"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,16 +209,8 @@ func TestCacheConcurrent(t *testing.T) {
 
 // pgDSN returns a URL for the database d is connected to.
 func pgDSN(t *testing.T, d *db.DB) string {
-	var name string
-	if err := d.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(os.Getenv(testdb.EnvDatabaseURL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	_, direct := testdb.URLs(t, d) // LISTEN needs a session
+	return direct
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/counts"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/money"
 	"github.com/finsvc/finsvc/pkg/page"
@@ -62,14 +63,18 @@ func (s *Store) List(ctx context.Context, p page.Request) (_ []Client, total int
 	if err := p.Validate(); err != nil {
 		return nil, 0, err
 	}
-	if err := tenant.Scope(ctx, s.db.DB).Model(&Client{}).Count(&total).Error; err != nil {
-		return nil, 0, fmt.Errorf("count: %w", err)
+	if total, err = counts.Total(ctx, s.db.DB, counts.Clients); err != nil {
+		return nil, 0, err
 	}
 	out := []Client{}
 	if p.Beyond(total) {
 		return out, total, nil
 	}
-	err = tenant.Scope(ctx, s.db.DB).Order("id").Limit(p.Limit).Offset(p.Offset()).Find(&out).Error
+	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Clients.Kind, int64(p.Offset()))
+	if err != nil || !ok {
+		return out, total, err
+	}
+	err = tenant.Scope(ctx, s.db.DB).Where("id >= ?", from).Order("id").Limit(p.Limit).Offset(int(skip)).Find(&out).Error
 	if err != nil {
 		return nil, 0, err
 	}

@@ -27,8 +27,12 @@ type Config struct {
 	Addr        string // listen address, host:port
 	DataDir     string // SQLite file, generated secret, demo.json
 	DatabaseURL string // empty: SQLite file <DataDir>/finsvc.db
-	BaseDomain  string // tenants are <slug>.<BaseDomain>
-	TrustProxy  bool   // honour X-Forwarded-Host / -Proto / -For
+	// DatabaseDirectURL reaches PostgreSQL without a transaction pooler,
+	// for what needs a session: LISTEN/NOTIFY and the migration lock.
+	// Empty: DatabaseURL.
+	DatabaseDirectURL string
+	BaseDomain        string // tenants are <slug>.<BaseDomain>
+	TrustProxy        bool   // honour X-Forwarded-Host / -Proto / -For
 
 	// Secret is the global secret from which per-tenant token HMAC keys are
 	// derived. Env only (a flag would show in ps). See ResolveSecret.
@@ -38,17 +42,35 @@ type Config struct {
 	RefreshTokenTTL time.Duration
 	AuthCodeTTL     time.Duration
 	FetchWindow     time.Duration // fetch request lifetime (expires_at)
+	// EventRetention: finished deliveries, their events and expired fetch
+	// requests older than this are purged (at least MinEventRetention).
+	EventRetention time.Duration
 
 	WebhookAllowPrivate bool          // lift the SSRF guard (tests, demo)
 	WebhookTimeout      time.Duration // per delivery attempt
+	// WebhookConcurrency is how many attempts one replica's worker makes at
+	// once; WebhookEndpointConcurrency caps the attempts in flight for one
+	// registration across all replicas, so that a slow or dead endpoint
+	// holds at most that many workers.
+	WebhookConcurrency         int
+	WebhookEndpointConcurrency int
 
 	RedisURL string // empty: in-process rate limiting
+
+	// WebhookLease is how long a worker holds a delivery it claimed; a
+	// crashed replica's deliveries are retried by the others after it.
+	// Zero: the attempt timeout plus 45 s. It must exceed WebhookTimeout.
+	WebhookLease time.Duration
 
 	TLSCert string
 	TLSKey  string
 
 	RateLimitRPS   float64 // per tenant; 0 disables rate limiting
 	RateLimitBurst int
+	// Per client address, for requests without an authenticated caller
+	// (failed authentications, the authorization pages); 0 disables.
+	RateLimitAddressRPS   float64
+	RateLimitAddressBurst int
 
 	LogFormat string // "json" or "text"
 	LogLevel  slog.Level
@@ -57,6 +79,20 @@ type Config struct {
 	ShutdownGrace time.Duration // time to drain on SIGTERM
 	BodyLimit     int64         // max request body, bytes
 }
+
+// SessionDatabaseURL is the URL for what needs a database session of its
+// own (LISTEN/NOTIFY, advisory locks): DatabaseDirectURL when set, else
+// DatabaseURL.
+func (c *Config) SessionDatabaseURL() string {
+	if c.DatabaseDirectURL != "" {
+		return c.DatabaseDirectURL
+	}
+	return c.DatabaseURL
+}
+
+// MinEventRetention is the shortest FINSVC_EVENT_RETENTION accepted: a
+// delivery log and a redelivery need at least that much history.
+const MinEventRetention = time.Hour
 
 // Default returns the built-in defaults (development friendly: text logs,
 // SQLite in ./data).
@@ -69,13 +105,21 @@ func Default() *Config {
 		RefreshTokenTTL: 720 * time.Hour,
 		AuthCodeTTL:     10 * time.Minute,
 		FetchWindow:     30 * time.Minute,
+		EventRetention:  720 * time.Hour,
 		WebhookTimeout:  15 * time.Second,
-		RateLimitRPS:    50,
-		RateLimitBurst:  100,
-		LogFormat:       "text",
-		LogLevel:        slog.LevelInfo,
-		ShutdownGrace:   15 * time.Second,
-		BodyLimit:       1 << 20,
+		// 32 workers with 2 per endpoint: up to 15 dead endpoints leave
+		// room for the healthy ones before their circuits open.
+		WebhookConcurrency:         32,
+		WebhookEndpointConcurrency: 2,
+		RateLimitRPS:               50,
+		RateLimitBurst:             100,
+
+		RateLimitAddressRPS:   2,
+		RateLimitAddressBurst: 40,
+		LogFormat:             "text",
+		LogLevel:              slog.LevelInfo,
+		ShutdownGrace:         15 * time.Second,
+		BodyLimit:             1 << 20,
 	}
 }
 
@@ -125,6 +169,18 @@ func (c *Config) Validate() error {
 			add("%s: must be positive, got %s", d.name, d.v)
 		}
 	}
+	if c.WebhookLease != 0 && c.WebhookLease <= c.WebhookTimeout {
+		add("webhook-lease (FINSVC_WEBHOOK_LEASE): must exceed webhook-timeout (%s), got %s", c.WebhookTimeout, c.WebhookLease)
+	}
+	if c.WebhookConcurrency < 1 {
+		add("webhook-concurrency (FINSVC_WEBHOOK_CONCURRENCY): must be at least 1, got %d", c.WebhookConcurrency)
+	}
+	if c.WebhookEndpointConcurrency < 1 {
+		add("webhook-endpoint-concurrency (FINSVC_WEBHOOK_ENDPOINT_CONCURRENCY): must be at least 1, got %d", c.WebhookEndpointConcurrency)
+	}
+	if c.EventRetention < MinEventRetention {
+		add("event-retention (FINSVC_EVENT_RETENTION): must be at least %s, got %s", MinEventRetention, c.EventRetention)
+	}
 	if c.ShutdownGrace < 0 {
 		add("shutdown-grace: must not be negative")
 	}
@@ -136,6 +192,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimitRPS > 0 && c.RateLimitBurst < 1 {
 		add("rate-limit-burst: must be at least 1 when rate limiting is on")
+	}
+	if c.RateLimitAddressRPS < 0 {
+		add("rate-limit-address-rps: must not be negative")
+	}
+	if c.RateLimitAddressRPS > 0 && c.RateLimitAddressBurst < 1 {
+		add("rate-limit-address-burst: must be at least 1 when address limiting is on")
 	}
 	if c.BodyLimit <= 0 {
 		add("body-limit: must be positive")
@@ -172,6 +234,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr),
 		slog.String("data", c.DataDir),
 		slog.String("database_url", redactURL(c.DatabaseURL)),
+		slog.String("database_direct_url", redactURL(c.DatabaseDirectURL)),
 		slog.String("base_domain", c.BaseDomain),
 		slog.Bool("trust_proxy", c.TrustProxy),
 		slog.Bool("secret_set", c.Secret != ""),
@@ -179,12 +242,18 @@ func (c *Config) LogValue() slog.Value {
 		slog.Duration("refresh_token_ttl", c.RefreshTokenTTL),
 		slog.Duration("auth_code_ttl", c.AuthCodeTTL),
 		slog.Duration("fetch_window", c.FetchWindow),
+		slog.Duration("event_retention", c.EventRetention),
 		slog.Bool("webhook_allow_private", c.WebhookAllowPrivate),
 		slog.Duration("webhook_timeout", c.WebhookTimeout),
+		slog.Duration("webhook_lease", c.WebhookLease),
+		slog.Int("webhook_concurrency", c.WebhookConcurrency),
+		slog.Int("webhook_endpoint_concurrency", c.WebhookEndpointConcurrency),
 		slog.String("redis_url", redactURL(c.RedisURL)),
 		slog.Bool("tls", c.TLS()),
 		slog.Float64("rate_limit_rps", c.RateLimitRPS),
 		slog.Int("rate_limit_burst", c.RateLimitBurst),
+		slog.Float64("rate_limit_address_rps", c.RateLimitAddressRPS),
+		slog.Int("rate_limit_address_burst", c.RateLimitAddressBurst),
 		slog.String("log_format", c.LogFormat),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.Bool("no_migrate", c.NoMigrate),

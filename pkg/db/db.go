@@ -53,7 +53,52 @@ type DB struct {
 	*gorm.DB
 	Dialect string
 
-	log *slog.Logger // may be nil for a DB built by hand
+	log      *slog.Logger // may be nil for a DB built by hand
+	prepared bool         // named server-side prepared statements are allowed
+}
+
+// Prepared reports whether the connections may keep named server-side
+// prepared statements across transactions (GORM's PrepareStmt, pgx's
+// statement cache). Not by default on PostgreSQL: behind a transaction
+// pooler (PgBouncer in transaction mode) a statement prepared on one server
+// connection is not there on the next. A URL that asks for
+// default_query_exec_mode=cache_statement (or cache_describe), as a direct
+// connection may, turns them on. SQLite's statements live in this process:
+// always allowed.
+func (d *DB) Prepared() bool { return d != nil && d.prepared }
+
+// queryExecModeParam is pgx's connection-string parameter for how queries
+// are sent.
+const queryExecModeParam = "default_query_exec_mode"
+
+// withQueryExecMode returns dsn with pgx's query mode set to exec (one round
+// trip, an unnamed statement, nothing left on the server connection) unless
+// the DSN chose a mode itself, and whether the chosen mode keeps named
+// prepared statements.
+func withQueryExecMode(dsn string) (string, bool) {
+	mode := ""
+	isURL := strings.Contains(dsn, "://")
+	if isURL {
+		if u, err := url.Parse(dsn); err == nil {
+			mode = u.Query().Get(queryExecModeParam)
+			if mode == "" {
+				q := u.Query()
+				q.Set(queryExecModeParam, "exec")
+				u.RawQuery = q.Encode()
+				return u.String(), false
+			}
+		}
+	} else {
+		for _, f := range strings.Fields(dsn) {
+			if k, v, ok := strings.Cut(f, "="); ok && k == queryExecModeParam {
+				mode = v
+			}
+		}
+		if mode == "" {
+			return dsn + " " + queryExecModeParam + "=exec", false
+		}
+	}
+	return dsn, mode == "cache_statement" || mode == "cache_describe"
 }
 
 func (d *DB) logger() *slog.Logger {
@@ -109,6 +154,7 @@ func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger)
 }
 
 func openPostgres(dsn string, cfg *gorm.Config) (*DB, error) {
+	dsn, prepared := withQueryExecMode(dsn)
 	g, err := gorm.Open(postgres.Open(dsn), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("db: open postgres: %w", err)
@@ -121,7 +167,7 @@ func openPostgres(dsn string, cfg *gorm.Config) (*DB, error) {
 	sqlDB.SetMaxIdleConns(pgMaxIdleConns)
 	sqlDB.SetConnMaxLifetime(pgConnMaxLifetime)
 	sqlDB.SetConnMaxIdleTime(pgConnMaxIdleTime)
-	return &DB{DB: g, Dialect: Postgres}, nil
+	return &DB{DB: g, Dialect: Postgres, prepared: prepared}, nil
 }
 
 func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
@@ -145,7 +191,7 @@ func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
 	}
 	sqlDB.SetMaxOpenConns(sqliteMaxOpenConns)
 	sqlDB.SetMaxIdleConns(sqliteMaxOpenConns)
-	return &DB{DB: g, Dialect: SQLite}, nil
+	return &DB{DB: g, Dialect: SQLite, prepared: true}, nil // SQLite statements live in this process
 }
 
 // SQLiteDSN returns the glebarez/go-sqlite DSN for the file at path. Every

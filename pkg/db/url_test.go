@@ -51,3 +51,24 @@ func TestSQLiteDSN(t *testing.T) {
 		t.Errorf("SQLiteDSN = %q must not set _time_format", dsn)
 	}
 }
+
+// Pooled connections send queries without named prepared statements unless
+// the URL asks for a caching mode (a direct connection may).
+func TestWithQueryExecMode(t *testing.T) {
+	cases := []struct {
+		in, want string
+		prepared bool
+	}{
+		{"postgres://u@h/db?sslmode=disable", "postgres://u@h/db?default_query_exec_mode=exec&sslmode=disable", false},
+		{"postgres://u@h/db?default_query_exec_mode=cache_statement", "postgres://u@h/db?default_query_exec_mode=cache_statement", true},
+		{"postgres://u@h/db?default_query_exec_mode=describe_exec", "postgres://u@h/db?default_query_exec_mode=describe_exec", false},
+		{"host=h dbname=db", "host=h dbname=db default_query_exec_mode=exec", false},
+		{"host=h default_query_exec_mode=cache_describe", "host=h default_query_exec_mode=cache_describe", true},
+	}
+	for _, c := range cases {
+		got, prepared := withQueryExecMode(c.in)
+		if got != c.want || prepared != c.prepared {
+			t.Errorf("withQueryExecMode(%q) = %q, %v; want %q, %v", c.in, got, prepared, c.want, c.prepared)
+		}
+	}
+}

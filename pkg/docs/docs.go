@@ -12,9 +12,13 @@ import (
 	"bytes"
 	"embed"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/openapi"
 )
 
 //go:embed assets/redoc.standalone.js assets/redoc.standalone.js.LICENSE.txt assets/REDOC-LICENSE assets/VERSION
@@ -35,8 +39,9 @@ var bundle = sync.OnceValue(func() []byte {
 	return bytes.ReplaceAll(b, []byte(remoteLogo), []byte("data:,"))
 })
 
-// page is the reference page. The spec comes from /openapi.yaml on the same
-// origin, so the page always documents the running build.
+// page is the reference page. The spec comes from the same origin
+// (/openapi.yaml, or /docs/assets/openapi.yaml when a server URL is set), so the
+// page always documents the running build.
 const page = `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -47,7 +52,7 @@ const page = `<!DOCTYPE html>
 <style>body { margin: 0; padding: 0; }</style>
 </head>
 <body>
-<redoc spec-url="/openapi.yaml" hide-download-button="false"></redoc>
+<redoc spec-url="{{spec}}" hide-download-button="false"></redoc>
 <script src="/docs/assets/redoc.standalone.js"></script>
 </body>
 </html>
@@ -68,15 +73,45 @@ var files = map[string]string{
 	"VERSION":                         "text/plain; charset=utf-8",
 }
 
+// serversBlock is the document's top-level servers entry, up to the next
+// top-level key.
+var serversBlock = regexp.MustCompile(`(?ms)^servers:\n.*?^(\S)`)
+
+// sampleBase is the host the document's curl samples address.
+const sampleBase = "https://demo.finsvc.example"
+
+// withServer is the published document with serverURL as its only server
+// and as the address of its curl samples: what a reader of this instance's
+// /docs (the demo's, say) can call as shown.
+func withServer(doc []byte, serverURL string) []byte {
+	block := "servers:\n  - url: " + serverURL + "\n    description: This instance's tenant.\n"
+	out := serversBlock.ReplaceAll(doc, []byte(strings.ReplaceAll(block, "$", "$$")+"$1"))
+	return bytes.ReplaceAll(out, []byte(sampleBase), []byte(serverURL))
+}
+
 // Register adds GET /docs and GET /docs/assets/:name to e. Both are
-// operational paths: they answer on any host, without a tenant.
-func Register(e *echo.Echo) {
+// operational paths: they answer on any host, without a tenant. With a
+// serverURL (the demo passes its tenant's URL) the page documents that
+// server, from GET /docs/assets/openapi.yaml; otherwise it reads /openapi.yaml,
+// whose servers entry is the tenant URL template.
+func Register(e *echo.Echo, serverURL string) {
+	spec := "/openapi.yaml"
+	if serverURL != "" {
+		spec = "/docs/assets/openapi.yaml"
+		doc := withServer(openapi.Document, strings.TrimRight(serverURL, "/"))
+		e.GET("/docs/assets/openapi.yaml", func(c echo.Context) error {
+			c.Response().Header().Set("X-Content-Type-Options", "nosniff")
+			c.Response().Header().Set("Cache-Control", "no-cache")
+			return c.Blob(http.StatusOK, "application/yaml", doc)
+		})
+	}
+	html := strings.Replace(page, "{{spec}}", spec, 1)
 	e.GET("/docs", func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "no-cache")
-		return c.HTML(http.StatusOK, page)
+		return c.HTML(http.StatusOK, html)
 	})
 	e.GET("/docs/assets/:name", func(c echo.Context) error {
 		name := c.Param("name")

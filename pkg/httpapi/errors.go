@@ -4,11 +4,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/db"
 )
 
 // statusOf is the one mapping from domain error kinds to HTTP statuses.
@@ -24,8 +26,17 @@ var statusOf = map[apperr.Kind]int{
 	apperr.Internal:        http.StatusInternalServerError,
 }
 
-// Status returns the HTTP status for err.
+// retryAfterUnavailable is the Retry-After of a 503: a database that went
+// away is usually back (failover, pooler restart) within seconds.
+const retryAfterUnavailable = "2"
+
+// Status returns the HTTP status for err. A database that cannot be reached
+// (db.IsUnavailable) is 503 whatever the operation, never a 500 or a
+// misleading "not found".
 func Status(err error) int {
+	if !isDomain(err) && db.IsUnavailable(err) {
+		return http.StatusServiceUnavailable
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) && !isDomain(err) {
 		return he.Code
@@ -64,6 +75,9 @@ func Body(err error) models.Error {
 		}
 	default:
 		body.Message = "internal error"
+		if db.IsUnavailable(err) {
+			body.Message = "The service is temporarily unavailable; retry later."
+		}
 	}
 	return body
 }
@@ -84,9 +98,25 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", wwwAuthenticate(c))
 		}
+		if status == http.StatusServiceUnavailable {
+			c.Response().Header().Set("Retry-After", retryAfterUnavailable)
+		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(status)
 			return
+		}
+		if status == http.StatusServiceUnavailable {
+			switch path := c.Request().URL.Path; {
+			case strings.HasPrefix(path, "/api/oauth/"):
+				// The token endpoints answer in RFC 6749's format.
+				_ = c.JSON(status, map[string]string{"error": "temporarily_unavailable",
+					"error_description": "The service is temporarily unavailable; retry later."})
+				return
+			case !strings.HasPrefix(path, "/api/"):
+				// The sign-in and authorization pages are for browsers.
+				_ = c.HTML(status, unavailablePage)
+				return
+			}
 		}
 		_ = c.JSON(status, Body(err))
 	}
@@ -98,3 +128,12 @@ func wwwAuthenticate(c echo.Context) string {
 	}
 	return `Bearer realm="finsvc", error="invalid_token"`
 }
+
+// unavailablePage is what a browser sees when the database cannot be reached
+// before a page's own handler runs (tenant resolution); the pages' handlers
+// render their own, styled, version of it.
+const unavailablePage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Service unavailable</title></head>
+<body><h1>Service unavailable</h1><p>The service is temporarily unavailable. Try again in a few moments.</p></body></html>
+`

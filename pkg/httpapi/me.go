@@ -27,11 +27,11 @@ func (h *Handlers) GetMe(ctx context.Context, _ apiserver.GetMeRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	return apiserver.GetMe200JSONResponse{Body: models.Me{
+	return apiserver.GetMe200JSONResponse(models.Me{
 		Id:           u.ID,
 		Email:        openapi_types.Email(u.Email),
 		Name:         u.Name,
 		Role:         models.Role(u.Role),
 		Organization: tenant.MustFromContext(ctx).Slug,
-	}}, nil
+	}), nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/ratelimit"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
@@ -161,40 +162,81 @@ func tenantSlug(host, base string) (string, bool) {
 	return slug, true
 }
 
+// Budget charges requests to the rate limits. Only an authenticated caller
+// spends its tenant's budget; a failed authentication spends the client
+// address's, so that nobody can lock a tenant out of its own API by sending
+// garbage tokens to its host.
+type Budget interface {
+	// GuardAddress refuses (429) an address that has spent its budget of
+	// failed authentications, before any authentication work.
+	GuardAddress(c echo.Context, budget string) error
+	// ChargeAddress spends one failed authentication of the address.
+	ChargeAddress(c echo.Context, budget string) error
+	// ChargeTenant spends one request of the authenticated caller's tenant.
+	ChargeTenant(c echo.Context, budget string) error
+}
+
+type noBudget struct{}
+
+func (noBudget) GuardAddress(echo.Context, string) error  { return nil }
+func (noBudget) ChargeAddress(echo.Context, string) error { return nil }
+func (noBudget) ChargeTenant(echo.Context, string) error  { return nil }
+
 // bearerAuth authenticates every /api/1.0 request from the Authorization
 // header only (never a query parameter or cookie) and puts the principal in
 // the request context. Anything but a valid access token of this tenant is a
-// 401 with WWW-Authenticate: Bearer.
-func bearerAuth(a Authenticator) echo.MiddlewareFunc {
+// 401 with WWW-Authenticate: Bearer, charged to the client address's budget;
+// a valid one is charged to the tenant's.
+func bearerAuth(a Authenticator, b Budget) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if !isAPI(c) {
 				return next(c)
 			}
-			h := c.Request().Header.Get(echo.HeaderAuthorization)
-			scheme, token, ok := strings.Cut(h, " ")
-			if h == "" {
-				return apperr.E(apperr.Unauthenticated, "an access token is required: send Authorization: Bearer <token>")
+			if err := b.GuardAddress(c, ratelimit.BudgetAuth); err != nil {
+				return err
 			}
-			if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
-				return apperr.E(apperr.Unauthenticated, "malformed Authorization header: expected Bearer <token>")
-			}
-			if a == nil {
-				return apperr.E(apperr.Unauthenticated, "the access token is invalid")
-			}
-			ctx := c.Request().Context()
-			p, err := a.AuthenticateBearer(ctx, token)
+			p, err := authenticate(c, a)
 			if err != nil {
 				if apperr.Is(err, apperr.Unauthenticated) {
-					return err
+					if lerr := b.ChargeAddress(c, ratelimit.BudgetAuth); lerr != nil {
+						return lerr
+					}
 				}
-				return fmt.Errorf("authenticate bearer: %w", err)
+				return err
 			}
-			if p == nil || p.TenantID != tenant.ID(ctx) {
-				return apperr.E(apperr.Unauthenticated, "the access token is invalid")
+			if err := b.ChargeTenant(c, ratelimit.BudgetAPI); err != nil {
+				return err
 			}
-			c.SetRequest(c.Request().WithContext(auth.NewContext(ctx, p)))
+			c.SetRequest(c.Request().WithContext(auth.NewContext(c.Request().Context(), p)))
 			return next(c)
 		}
 	}
+}
+
+// authenticate returns the principal of the request's bearer token.
+func authenticate(c echo.Context, a Authenticator) (*auth.Principal, error) {
+	h := c.Request().Header.Get(echo.HeaderAuthorization)
+	scheme, token, ok := strings.Cut(h, " ")
+	if h == "" {
+		return nil, apperr.E(apperr.Unauthenticated, "an access token is required: send Authorization: Bearer <token>")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return nil, apperr.E(apperr.Unauthenticated, "malformed Authorization header: expected Bearer <token>")
+	}
+	if a == nil {
+		return nil, apperr.E(apperr.Unauthenticated, "the access token is invalid")
+	}
+	ctx := c.Request().Context()
+	p, err := a.AuthenticateBearer(ctx, token)
+	if err != nil {
+		if apperr.Is(err, apperr.Unauthenticated) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("authenticate bearer: %w", err)
+	}
+	if p == nil || p.TenantID != tenant.ID(ctx) {
+		return nil, apperr.E(apperr.Unauthenticated, "the access token is invalid")
+	}
+	return p, nil
 }

@@ -75,6 +75,9 @@ type Deps struct {
 	Tenants  TenantResolver
 	Auth     Authenticator
 	Services Services
+	// Budget charges requests to the rate limits (pkg/ratelimit); nil
+	// limits nothing.
+	Budget Budget
 
 	// Middleware runs, in order, after tenant resolution on every tenant
 	// route and on the operational endpoints (metrics, then the rate limit).
@@ -148,7 +151,11 @@ func New(deps Deps) (http.Handler, error) {
 
 	h := &Handlers{svc: deps.Services, deps: deps}
 	strict := apiserver.NewStrictHandler(h, []apiserver.StrictMiddlewareFunc{authz})
-	apiGroup := e.Group("", bearerAuth(deps.Auth), textGuard, validator)
+	budget := deps.Budget
+	if budget == nil {
+		budget = noBudget{}
+	}
+	apiGroup := e.Group("", bearerAuth(deps.Auth, budget), textGuard, validator)
 	apiserver.RegisterHandlers(apiGroup, strict)
 
 	registerOperational(e, deps)

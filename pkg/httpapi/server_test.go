@@ -193,6 +193,45 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
+// Every operation that takes a body declares the 413 the body limit answers
+// (the harness fails on an undeclared status), and answers it before any
+// authentication or parsing: the oversized body is sent without a token.
+func TestBodyTooLargeEveryOperation(t *testing.T) {
+	env := apitest.New(t, apitest.WithConfig(func(c *config.Config) { c.BodyLimit = 1024 }))
+	acme := env.Tenant("acme")
+	spec, err := httpapi.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := strings.NewReplacer("{id}", "1", "{act_uuid}", "7b0c4a1e-3d5f-4b8a-9c2d-1e2f3a4b5c6d",
+		"{data_id}", "1", "{delivery_id}", "1", "{fetch_request_id}", "3f0c1d9e-8a53-4c1e-9a43-0d2b7f7c2a11")
+	n := 0
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil {
+				continue
+			}
+			n++
+			for ct := range op.RequestBody.Value.Content {
+				t.Run(op.OperationID+" "+ct, func(t *testing.T) {
+					req, err := http.NewRequest(method, env.Server.URL+params.Replace(path), strings.NewReader(strings.Repeat("x", 4096)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					req.Header.Set("Content-Type", ct)
+					resp := env.Send(acme.Host, req).Status(t, http.StatusRequestEntityTooLarge)
+					if resp.Err(t).Message != "request body too large" {
+						t.Errorf("message %q", resp.Err(t).Message)
+					}
+				})
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d operations with a body", n)
+	}
+}
+
 // The HTTP layer builds nothing: a missing service is a startup error, not
 // a nil dereference on the first request.
 func TestNewRefusesMissingServices(t *testing.T) {

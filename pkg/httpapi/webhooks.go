@@ -16,14 +16,38 @@ import (
 )
 
 // Webhook registrations and the delivery log. Reading needs webhooks:read;
-// changing needs webhooks:write and a member or admin (authorize.go).
+// changing needs webhooks:write and a member or admin (authorize.go). Which
+// registrations a caller sees and manages is the registry's rule (a member
+// only its own): every call passes the caller.
+
+func utcp(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
 
 func webhookView(w *registry.Webhook) models.Webhook {
 	return models.Webhook{
 		Id: w.ID, Event: models.EventKind(w.Event), Target: w.Target, Active: w.Active,
 		CreatedByUserId: w.CreatedByUserID, CreatedByClientId: w.CreatedByClientID,
-		DisabledReason: w.DisabledReason, CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+		DisabledReason: w.DisabledReason, DisabledAt: utcp(w.DisabledAt), Health: healthView(w),
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
 	}
+}
+
+func healthView(w *registry.Webhook) models.WebhookHealth {
+	h := models.WebhookHealth{
+		State:               models.WebhookHealthState(w.HealthState(time.Now())),
+		ConsecutiveFailures: w.ConsecutiveFailures,
+		LastSuccessAt:       utcp(w.LastSuccessAt), LastFailureAt: utcp(w.LastFailureAt),
+		LastFailureReason: w.LastFailureReason, FailingSince: utcp(w.FailingSince),
+	}
+	if h.State == models.WebhookHealthBackingOff {
+		h.BackingOffUntil = utcp(w.CircuitOpenUntil)
+	}
+	return h
 }
 
 func webhookWithSecret(w *registry.Webhook, secret string) models.WebhookWithSecret {
@@ -31,8 +55,8 @@ func webhookWithSecret(w *registry.Webhook, secret string) models.WebhookWithSec
 	out := models.WebhookWithSecret{
 		Id: v.Id, Event: v.Event, Target: v.Target, Active: v.Active,
 		CreatedByUserId: v.CreatedByUserId, CreatedByClientId: v.CreatedByClientId,
-		DisabledReason: v.DisabledReason, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
-		Secret: secret,
+		DisabledReason: v.DisabledReason, DisabledAt: v.DisabledAt, Health: v.Health,
+		CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Secret: secret,
 	}
 	if w.PreviousSecretExpiresAt != nil {
 		t := w.PreviousSecretExpiresAt.UTC()
@@ -50,18 +74,11 @@ func deliveryView(d *registry.Delivery) (models.Delivery, error) {
 	if err != nil {
 		return models.Delivery{}, fmt.Errorf("event id %q: %w", d.EventID, err)
 	}
-	utc := func(t *time.Time) *time.Time {
-		if t == nil {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
 	return models.Delivery{
 		Id: id, WebhookId: d.WebhookID, EventId: ev, Event: models.EventKind(d.Event),
 		Status: models.DeliveryStatus(d.Status), Attempts: d.Attempts,
 		LastStatusCode: d.LastStatusCode, LastError: d.LastError, ResponseExcerpt: d.ResponseExcerpt,
-		LastAttemptAt: utc(d.LastAttemptAt), NextAttemptAt: utc(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(),
+		LastAttemptAt: utcp(d.LastAttemptAt), NextAttemptAt: utcp(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(),
 	}, nil
 }
 
@@ -71,7 +88,7 @@ func (h *Handlers) ListWebhooks(ctx context.Context, req apiserver.ListWebhooksR
 	if err != nil {
 		return nil, err
 	}
-	ws, total, err := h.svc.Webhooks.List(ctx, pg)
+	ws, total, err := h.svc.Webhooks.List(ctx, auth.MustFromContext(ctx), pg)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +115,7 @@ func (h *Handlers) CreateWebhook(ctx context.Context, req apiserver.CreateWebhoo
 
 // GetWebhook is GET /webhooks/{id}.
 func (h *Handlers) GetWebhook(ctx context.Context, req apiserver.GetWebhookRequestObject) (apiserver.GetWebhookResponseObject, error) {
-	w, err := h.svc.Webhooks.Get(ctx, req.Id)
+	w, err := h.svc.Webhooks.Get(ctx, auth.MustFromContext(ctx), req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +127,7 @@ func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhoo
 	if req.Body == nil || (req.Body.Target == nil && req.Body.Active == nil) {
 		return nil, apperr.E(apperr.Invalid, "Give target and/or active.")
 	}
-	w, err := h.svc.Webhooks.Update(ctx, req.Id, req.Body.Target, req.Body.Active)
+	w, err := h.svc.Webhooks.Update(ctx, auth.MustFromContext(ctx), req.Id, req.Body.Target, req.Body.Active)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +136,7 @@ func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhoo
 
 // DeleteWebhook is DELETE /webhooks/{id}.
 func (h *Handlers) DeleteWebhook(ctx context.Context, req apiserver.DeleteWebhookRequestObject) (apiserver.DeleteWebhookResponseObject, error) {
-	if err := h.svc.Webhooks.Delete(ctx, req.Id); err != nil {
+	if err := h.svc.Webhooks.Delete(ctx, auth.MustFromContext(ctx), req.Id); err != nil {
 		return nil, err
 	}
 	return apiserver.DeleteWebhook204Response{}, nil
@@ -127,7 +144,7 @@ func (h *Handlers) DeleteWebhook(ctx context.Context, req apiserver.DeleteWebhoo
 
 // RotateWebhookSecret is POST /webhooks/{id}/rotate-secret.
 func (h *Handlers) RotateWebhookSecret(ctx context.Context, req apiserver.RotateWebhookSecretRequestObject) (apiserver.RotateWebhookSecretResponseObject, error) {
-	w, secret, err := h.svc.Webhooks.Rotate(ctx, req.Id)
+	w, secret, err := h.svc.Webhooks.Rotate(ctx, auth.MustFromContext(ctx), req.Id)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +157,7 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req apiserver.List
 	if err != nil {
 		return nil, err
 	}
-	ds, total, err := h.svc.Webhooks.Deliveries(ctx, req.Id, pg)
+	ds, total, err := h.svc.Webhooks.Deliveries(ctx, auth.MustFromContext(ctx), req.Id, pg)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +175,7 @@ func (h *Handlers) ListWebhookDeliveries(ctx context.Context, req apiserver.List
 
 // RedeliverWebhookDelivery is POST /webhooks/{id}/deliveries/{delivery_id}/redeliver.
 func (h *Handlers) RedeliverWebhookDelivery(ctx context.Context, req apiserver.RedeliverWebhookDeliveryRequestObject) (apiserver.RedeliverWebhookDeliveryResponseObject, error) {
-	d, err := h.svc.Webhooks.Redeliver(ctx, req.Id, req.DeliveryId)
+	d, err := h.svc.Webhooks.Redeliver(ctx, auth.MustFromContext(ctx), req.Id, req.DeliveryId)
 	if err != nil {
 		return nil, err
 	}

@@ -349,3 +349,82 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 		}
 	}, withSecret(false))
 }
+
+// Finding 2 of the security review: a member could rotate (and read) the
+// secret of an admin's registration, point it at a URL of its choice and
+// delete it. Admins manage every registration; a member only the ones it
+// created (others are 404, as if absent); a viewer sees all, changes none.
+func TestWebhookOwnership(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		acme := newWebhookEnv(t, env, "acme")
+		all := []string{auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite}
+		adminID := acme.User(auth.RoleAdmin)
+		admin := acme.Token(adminID, all...)
+		var adminWH models.WebhookWithSecret
+		acme.Do("POST", "/api/1.0/webhooks", admin, map[string]any{"event": "act.created", "target": "https://admin.example.com/"}).
+			Status(t, 201).Decode(t, &adminWH)
+		mine := acme.create(t, "act.created", "https://member.example.com/") // by acme.member
+		ev := emit(t, acme.TenantEnv, "act.created", map[string]any{"act": map[string]any{"uuid": uuid.NewString()}})
+		var dl models.DeliveryList
+		acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d/deliveries", adminWH.Id), admin, nil).Status(t, 200).Decode(t, &dl)
+		if len(dl.Data) != 1 || dl.Data[0].EventId != ev {
+			t.Fatalf("admin's delivery log: %+v", dl)
+		}
+		adminPath := fmt.Sprintf("/api/1.0/webhooks/%d", adminWH.Id)
+		redeliver := fmt.Sprintf("%s/deliveries/%s/redeliver", adminPath, dl.Data[0].Id)
+
+		// Another member (and the registering member) cannot see, change,
+		// rotate, delete, read the log of or redeliver the admin's.
+		other := acme.Token(acme.User(auth.RoleMember), all...)
+		for _, tok := range []string{acme.tok, other} {
+			acme.Do("GET", adminPath, tok, nil).Status(t, 404)
+			acme.Do("PATCH", adminPath, tok, map[string]any{"target": "https://evil.example.com/"}).Status(t, 404)
+			acme.Do("POST", adminPath+"/rotate-secret", tok, nil).Status(t, 404)
+			acme.Do("GET", adminPath+"/deliveries", tok, nil).Status(t, 404)
+			acme.Do("POST", redeliver, tok, nil).Status(t, 404)
+			acme.Do("DELETE", adminPath, tok, nil).Status(t, 404)
+		}
+		// The other member does not see the first member's either.
+		minePath := fmt.Sprintf("/api/1.0/webhooks/%d", mine.Id)
+		acme.Do("GET", minePath, other, nil).Status(t, 404)
+		acme.Do("POST", minePath+"/rotate-secret", other, nil).Status(t, 404)
+		var list models.WebhookList
+		acme.Do("GET", "/api/1.0/webhooks", other, nil).Status(t, 200).Decode(t, &list)
+		if list.Meta.Total != 0 || len(list.Data) != 0 {
+			t.Fatalf("another member lists %+v", list)
+		}
+		acme.Do("GET", "/api/1.0/webhooks", acme.tok, nil).Status(t, 200).Decode(t, &list)
+		if list.Meta.Total != 1 || list.Data[0].Id != mine.Id {
+			t.Fatalf("the member lists %+v, want only its own", list)
+		}
+		// Nothing of the admin's changed.
+		var got models.Webhook
+		acme.Do("GET", adminPath, admin, nil).Status(t, 200).Decode(t, &got)
+		if got.Target != "https://admin.example.com/" || !got.Active {
+			t.Fatalf("admin's registration after the member's attempts: %+v", got)
+		}
+		var secretsAfter int64
+		env.DB.Table("webhooks").Where("tenant_id = ? AND id = ? AND previous_secret_ciphertext IS NOT NULL", acme.Tenant.ID, adminWH.Id).Count(&secretsAfter)
+		if secretsAfter != 0 {
+			t.Fatal("a member rotated the admin's secret")
+		}
+
+		// A viewer sees every registration and changes none (403: it may
+		// see them).
+		viewer := acme.Token(acme.viewer, all...)
+		acme.Do("GET", "/api/1.0/webhooks", viewer, nil).Status(t, 200).Decode(t, &list)
+		if list.Meta.Total != 2 {
+			t.Fatalf("viewer lists %d, want 2", list.Meta.Total)
+		}
+		acme.Do("GET", adminPath+"/deliveries", viewer, nil).Status(t, 200)
+		acme.Do("POST", adminPath+"/rotate-secret", viewer, nil).Status(t, 403)
+		acme.Do("POST", redeliver, viewer, nil).Status(t, 403)
+
+		// The member manages its own; an admin manages everyone's.
+		acme.Do("POST", minePath+"/rotate-secret", acme.tok, nil).Status(t, 200)
+		acme.Do("PATCH", minePath, admin, map[string]any{"active": false}).Status(t, 200)
+		acme.Do("POST", redeliver, admin, nil).Status(t, 202)
+		acme.Do("DELETE", minePath, admin, nil).Status(t, 204)
+		acme.Do("DELETE", adminPath, admin, nil).Status(t, 204)
+	}, withSecret(false))
+}

@@ -112,6 +112,7 @@ type loop struct {
 	ctx      context.Context
 	store    *registry.Store
 	webhook  *registry.Webhook
+	owner    *auth.Principal // the member that registered webhook
 	secret   string
 	worker   *delivery.Worker
 	api      *fakeAPI
@@ -136,7 +137,8 @@ func newLoop(t *testing.T, d *db.DB) *loop {
 	l.receiver = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rcv.ServeHTTP(w, r) }))
 	t.Cleanup(l.receiver.Close)
 	var err error
-	l.webhook, l.secret, err = l.store.Create(ctx, &auth.Principal{TenantID: tn.ID, UserID: uid, Role: "member", ClientID: "integration"}, outbox.ActFetchData, l.receiver.URL+"/hooks/finsvc")
+	l.owner = &auth.Principal{TenantID: tn.ID, UserID: uid, Role: "member", ClientID: "integration"}
+	l.webhook, l.secret, err = l.store.Create(ctx, l.owner, outbox.ActFetchData, l.receiver.URL+"/hooks/finsvc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +254,7 @@ func TestReferenceIntegrationLoopOverTLS(t *testing.T) {
 
 		// A redelivery of the same event (same id) is acknowledged and
 		// ignored: the work is done.
-		if _, err := l.store.Redeliver(l.ctx, l.webhook.ID, uuid.MustParse(deliveryID(t, d, ev))); err != nil {
+		if _, err := l.store.Redeliver(l.ctx, l.owner, l.webhook.ID, uuid.MustParse(deliveryID(t, d, ev))); err != nil {
 			t.Fatal(err)
 		}
 		l.deliver(1)
@@ -286,7 +288,7 @@ func TestRedeliveryResumesFailedWriteBack(t *testing.T) {
 	l.api.mu.Lock()
 	l.api.status = 200
 	l.api.mu.Unlock()
-	l.store.Redeliver(l.ctx, l.webhook.ID, uuid.MustParse(deliveryID(t, l.db, ev)))
+	l.store.Redeliver(l.ctx, l.owner, l.webhook.ID, uuid.MustParse(deliveryID(t, l.db, ev)))
 	l.deliver(1)
 	if got := l.wait(); got.status != 200 {
 		t.Fatalf("done %+v", got)

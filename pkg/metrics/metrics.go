@@ -7,7 +7,10 @@
 //     invalid, error);
 //   - finsvc_outbox_depth: deliveries pending or in flight, across tenants;
 //   - finsvc_webhook_deliveries_total{outcome}: delivery attempts by outcome;
-//   - finsvc_rate_limited_total{budget}: requests refused with 429;
+//   - finsvc_rate_limited_total{budget}: requests refused with 429 (budgets:
+//     api and oauth per tenant; auth and authorize per client address);
+//   - finsvc_rate_limit_fallbacks_total: rate-limit decisions taken in
+//     process because the shared store (Redis) failed;
 //   - the Go runtime and process collectors.
 //
 // The counters that other packages feed (DeliveryOutcome, TokenCheck) are
@@ -62,8 +65,12 @@ var (
 	}, []string{"outcome"})
 	rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "finsvc_rate_limited_total",
-		Help: "Requests refused by the per-tenant rate limit, by budget.",
+		Help: "Requests refused by the rate limits, by budget.",
 	}, []string{"budget"})
+	rateLimitFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "finsvc_rate_limit_fallbacks_total",
+		Help: "Rate-limit decisions taken in process because the shared store failed.",
+	})
 )
 
 func init() {
@@ -84,8 +91,11 @@ func DeliveryOutcome(outcome string) { deliveries.WithLabelValues(outcome).Inc()
 // TokenCheck counts one bearer token check (see the Token* constants).
 func TokenCheck(outcome string) { tokenChecks.WithLabelValues(outcome).Inc() }
 
-// RateLimited counts one request refused by the rate limit.
+// RateLimited counts one request refused by the rate limits.
 func RateLimited(budget string) { rateLimited.WithLabelValues(budget).Inc() }
+
+// RateLimitFallback counts one rate-limit decision taken in process.
+func RateLimitFallback() { rateLimitFallbacks.Inc() }
 
 // Metrics is one registry with the service's collectors.
 type Metrics struct {
@@ -104,7 +114,7 @@ func New(d *db.DB) *Metrics {
 		}, []string{"method", "route", "status"}),
 	}
 	m.reg.MustRegister(
-		m.duration, deliveries, tokenChecks, rateLimited,
+		m.duration, deliveries, tokenChecks, rateLimited, rateLimitFallbacks,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -139,9 +149,6 @@ func (m *Metrics) Middleware() echo.MiddlewareFunc {
 			if err != nil && !c.Response().Committed {
 				status = httpapi.Status(err) // rendered later by the error handler
 			}
-			if status == http.StatusTooManyRequests && err != nil && apperr.Is(err, apperr.TooManyRequests) {
-				RateLimited(budgetOf(c.Request().URL.Path))
-			}
 			route := c.Path()
 			if route == "" || strings.HasSuffix(route, "/*") {
 				route = "unmatched" // no route: the raw path must not become a label
@@ -150,13 +157,6 @@ func (m *Metrics) Middleware() echo.MiddlewareFunc {
 			return err
 		}
 	}
-}
-
-func budgetOf(path string) string {
-	if strings.HasPrefix(path, "/api/oauth/") {
-		return "oauth"
-	}
-	return "api"
 }
 
 // Authenticator wraps a bearer authenticator and counts its outcomes

@@ -13,6 +13,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/ratelimit"
 	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -44,6 +45,9 @@ var authorizeErrorCodes = map[string]bool{
 
 // handleAuthorize is GET /oauth/authorize.
 func (s *Service) handleAuthorize(c echo.Context) error {
+	if err := s.budget.ChargeAddress(c, ratelimit.BudgetAuthorize); err != nil {
+		return s.tooManyPage(c)
+	}
 	r := c.Request()
 	ctx := r.Context()
 	if msg := badParams(r.URL.Query()); msg != "" {
@@ -94,6 +98,9 @@ func (s *Service) handleAuthorize(c echo.Context) error {
 
 // handleConsent is POST /oauth/authorize: the consent form's answer.
 func (s *Service) handleConsent(c echo.Context) error {
+	if err := s.budget.ChargeAddress(c, ratelimit.BudgetAuthorize); err != nil {
+		return s.tooManyPage(c)
+	}
 	r := c.Request()
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/janitor"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
 )
 
@@ -20,7 +21,7 @@ const (
 	JanitorGrace = 24 * time.Hour
 )
 
-// Janitor periodically deletes expired OAuth state of every tenant
+// Janitor periodically (pkg/janitor) deletes expired OAuth state of every tenant
 // (store.Purge): codes, PKCE requests, access and refresh tokens and browser
 // sessions. Every replica may run one: the deletes are idempotent and
 // batches of concurrent janitors skip each other's rows.
@@ -39,9 +40,8 @@ type Janitor struct {
 
 	ran func(store.PurgeStats, error) // tests: called after each background run
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu   sync.Mutex
+	loop *janitor.Loop
 }
 
 // NewJanitor returns a janitor over d with the default schedule; adjust
@@ -75,40 +75,26 @@ func (j *Janitor) RunOnce(ctx context.Context) (store.PurgeStats, error) {
 func (j *Janitor) Start(ctx context.Context) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.cancel != nil {
+	if j.loop != nil {
 		return
 	}
-	ctx, j.cancel = context.WithCancel(ctx)
-	j.done = make(chan struct{})
-	go func() {
-		defer close(j.done)
-		t := time.NewTimer(j.FirstRun)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			st, err := j.RunOnce(ctx)
-			if j.ran != nil {
-				j.ran(st, err)
-			}
-			t.Reset(j.Interval)
+	j.loop = &janitor.Loop{Interval: j.Interval, FirstRun: j.FirstRun, Run: func(ctx context.Context) error {
+		st, err := j.RunOnce(ctx)
+		if j.ran != nil {
+			j.ran(st, err)
 		}
-	}()
+		return err
+	}}
+	j.loop.Start(ctx)
 }
 
-// Stop ends the background loop, cancelling a run in progress (a batch
-// cancelled mid-way rolls back; the next start redoes it), and waits for
-// it. It is safe to call more than once and without Start.
+// Stop ends the background loop, cancelling a run in progress, and waits
+// for it. It is safe to call more than once and without Start.
 func (j *Janitor) Stop() {
 	j.mu.Lock()
-	cancel, done := j.cancel, j.done
+	l := j.loop
 	j.mu.Unlock()
-	if cancel == nil {
-		return
+	if l != nil {
+		l.Stop()
 	}
-	cancel()
-	<-done
 }

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +34,7 @@ func takeDown(t *testing.T, d *db.DB) (restore func()) {
 	if err := d.DB.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
 		t.Fatal(err)
 	}
-	admin, err := sql.Open("pgx", os.Getenv(testdb.EnvDatabaseURL))
+	admin, err := sql.Open("pgx", testdb.DirectURL())
 	if err != nil {
 		t.Fatal(err)
 	}

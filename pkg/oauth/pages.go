@@ -17,6 +17,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clientaddr"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
 	"github.com/finsvc/finsvc/pkg/tenant"
@@ -40,8 +41,8 @@ func parsePages() (*template.Template, error) {
 func (s *Service) Routes(e *echo.Echo) {
 	// The token and revoke endpoints answer outages themselves, in the
 	// RFC 6749 format (writeFositeError).
-	e.POST("/api/oauth/token", s.handleToken)
-	e.POST("/api/oauth/revoke", s.handleRevoke)
+	e.POST("/api/oauth/token", s.limited(s.handleToken))
+	e.POST("/api/oauth/revoke", s.limited(s.handleRevoke))
 	page := s.pageErrors
 	e.GET("/oauth/authorize", page(s.handleAuthorize))
 	e.POST("/oauth/authorize", page(s.handleConsent))
@@ -71,6 +72,13 @@ func (s *Service) pageErrors(h echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return err
 	}
+}
+
+// tooManyPage answers 429 (Retry-After is set by the budget) with a page
+// that says so: the authorization pages are for browsers.
+func (s *Service) tooManyPage(c echo.Context) error {
+	return s.errorPage(c, http.StatusTooManyRequests, "Too many requests",
+		"Too many requests came from your network. Wait a moment and try again.")
 }
 
 // unavailablePage answers 503 with Retry-After and a page that says so.
@@ -190,7 +198,7 @@ func (s *Service) handleLogin(c echo.Context) error {
 		return s.render(c, http.StatusBadRequest, "login", &page{Title: "Sign in", Next: next, Email: email,
 			Message: fieldLabel(bad[0]) + " " + textinput.Message + ".", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
 	}
-	done, wait, ok := s.logins.begin(tenant.ID(ctx), email, clientIP(c.Request(), s.cfg.TrustProxy))
+	done, wait, ok := s.logins.begin(tenant.ID(ctx), email, clientaddr.From(c.Request(), s.cfg.TrustProxy))
 	if !ok {
 		// The email stays out of the log (personal data); the tenant and
 		// request id are on the access log line.

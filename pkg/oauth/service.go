@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
 	foauth2 "github.com/ory/fosite/handler/oauth2"
@@ -41,19 +42,42 @@ type Service struct {
 	store    *store.Store
 	users    *users.Store
 	provider fosite.OAuth2Provider
+	fosite   *fosite.Fosite // the same provider: AuthenticateClient
 	strategy *foauth2.HMACSHAStrategy
 	enigma   *hmac.HMACStrategy
 	secret   []byte
 	pages    *template.Template
 	now      func() time.Time
 	logins   *loginThrottle
+	budget   Budget
 }
+
+// Budget charges the token endpoints and the authorization pages to the rate
+// limits (pkg/ratelimit's Limiter): a client that authenticates spends its
+// tenant's budget, anything else the client address's.
+type Budget interface {
+	GuardAddress(c echo.Context, budget string) error
+	ChargeAddress(c echo.Context, budget string) error
+	ChargeTenant(c echo.Context, budget string) error
+}
+
+type noBudget struct{}
+
+func (noBudget) GuardAddress(echo.Context, string) error  { return nil }
+func (noBudget) ChargeAddress(echo.Context, string) error { return nil }
+func (noBudget) ChargeTenant(echo.Context, string) error  { return nil }
+
+// Option adjusts New.
+type Option func(*Service)
+
+// WithBudget charges requests to b (default: nothing is limited).
+func WithBudget(b Budget) Option { return func(s *Service) { s.budget = b } }
 
 // New builds the service. cfg.Secret must be set (config.ResolveSecret):
 // every tenant's token and CSRF keys derive from it. us is the user store
 // the sign-in pages authenticate against (the composition root's, so that
 // one password-hashing policy applies everywhere).
-func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store) (*Service, error) {
+func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts ...Option) (*Service, error) {
 	if d == nil || cfg == nil || us == nil {
 		return nil, errors.New("oauth: database, config and user store are required")
 	}
@@ -92,9 +116,12 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store) (*Serv
 		return nil, err
 	}
 	svc := &Service{
-		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: true}), cfg: cfg, log: log, store: st, users: us,
-		provider: provider, strategy: strategy, enigma: enigma,
-		secret: []byte(cfg.Secret), pages: pages, now: time.Now,
+		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: d.Prepared()}), cfg: cfg, log: log, store: st, users: us,
+		provider: provider, fosite: provider.(*fosite.Fosite), strategy: strategy, enigma: enigma,
+		secret: []byte(cfg.Secret), pages: pages, now: time.Now, budget: noBudget{},
+	}
+	for _, o := range opts {
+		o(svc)
 	}
 	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })
 	return svc, nil

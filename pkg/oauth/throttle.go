@@ -1,8 +1,6 @@
 package oauth
 
 import (
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,22 +149,4 @@ func (l *loginThrottle) end(ek, ik string, e, i *loginCounter, failed, succeeded
 			delete(l.counters, k)
 		}
 	}
-}
-
-// clientIP is the address the request came from: the last X-Forwarded-For
-// hop (the one our trusted proxy appended) behind a proxy, else the peer.
-// Never the first hop, which the client writes itself.
-func clientIP(r *http.Request, trustProxy bool) string {
-	if trustProxy {
-		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-			hops := strings.Split(xff[len(xff)-1], ",")
-			if ip := strings.TrimSpace(hops[len(hops)-1]); ip != "" {
-				return ip
-			}
-		}
-	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
 }

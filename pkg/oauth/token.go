@@ -18,6 +18,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/ratelimit"
 	"github.com/finsvc/finsvc/pkg/textinput"
 )
 
@@ -159,6 +160,9 @@ func (s *Service) handleToken(c echo.Context) error {
 		c.Response().Header().Set("WWW-Authenticate", `Basic realm="finsvc"`)
 		return writeOAuthError(c, http.StatusUnauthorized, oauthError{"invalid_client", "Client authentication is required: send client_id and client_secret in the body or by HTTP Basic auth."})
 	}
+	if done, err := s.chargeClient(c); done {
+		return err
+	}
 	ctx := r.Context()
 	ar, err := s.provider.NewAccessRequest(ctx, r, &fosite.DefaultSession{})
 	if err != nil {
@@ -211,6 +215,9 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	if r.PostForm.Get("token") == "" {
 		return writeOAuthError(c, http.StatusBadRequest, oauthError{"invalid_request", "The token parameter is required."})
 	}
+	if done, err := s.chargeClient(c); done {
+		return err
+	}
 	ctx := r.Context()
 	if err := s.provider.NewRevocationRequest(ctx, r); err != nil {
 		var rfc *fosite.RFC6749Error
@@ -230,6 +237,49 @@ func (s *Service) handleRevoke(c echo.Context) error {
 		return s.writeFositeError(c, err, r)
 	}
 	return c.NoContent(http.StatusOK)
+}
+
+// clientAuthenticated marks (in the echo context) a token or revocation
+// request whose client authenticated.
+const clientAuthenticated = "oauth.client_authenticated"
+
+// limited charges a token or revocation request to the right budget: the
+// client's tenant once its credentials are good (chargeClient), else the
+// client address. Anything that does not authenticate a client (bogus
+// credentials, none, a malformed request) spends the address's budget, and
+// an address past it is refused before any work: a flood of them must not
+// spend the tenant's budget and lock its real integrations out.
+func (s *Service) limited(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := s.budget.GuardAddress(c, ratelimit.BudgetAuth); err != nil {
+			return err
+		}
+		err := h(c)
+		if c.Get(clientAuthenticated) == nil {
+			// The answer is already written; a spent budget refuses the
+			// address's next request (GuardAddress).
+			_ = s.budget.ChargeAddress(c, ratelimit.BudgetAuth)
+		}
+		return err
+	}
+}
+
+// chargeClient authenticates the request's client before any grant or
+// revocation work, so that the tenant's budget is charged only for a client
+// that authenticated. done reports that the answer has been written (or is
+// err): bad credentials, an outage, or a spent budget. fosite authenticates
+// the client again in the grant; the second lookup is the price of charging
+// before the work rather than after it.
+func (s *Service) chargeClient(c echo.Context) (done bool, err error) {
+	r := c.Request()
+	if _, err := s.fosite.AuthenticateClient(r.Context(), r, r.PostForm); err != nil {
+		return true, s.writeFositeError(c, err, r)
+	}
+	c.Set(clientAuthenticated, true)
+	if err := s.budget.ChargeTenant(c, ratelimit.BudgetOAuth); err != nil {
+		return true, err
+	}
+	return false, nil
 }
 
 // reused reports whether a token request failed because its code or

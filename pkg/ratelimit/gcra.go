@@ -30,7 +30,11 @@ type Decision struct {
 
 // Store decides requests against per-key budgets.
 type Store interface {
+	// Allow decides one request and, when it is allowed, spends it.
 	Allow(ctx context.Context, key string) (Decision, error)
+	// Peek decides one request without spending anything: whether Allow
+	// would allow it now.
+	Peek(ctx context.Context, key string) (Decision, error)
 }
 
 // Rate is a budget: RPS requests per second, bursts of Burst.

@@ -25,6 +25,15 @@ func NewMemory(rate Rate) *Memory {
 // again (TAT in the past, so indistinguishable from a new key) are dropped.
 const sweepEvery = 4096
 
+// Peek implements Store.
+func (m *Memory) Peek(_ context.Context, key string) (Decision, error) {
+	now := m.now().UnixMicro()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, _ := gcra(m.rate, m.tat[key], now)
+	return d, nil
+}
+
 // Allow implements Store.
 func (m *Memory) Allow(_ context.Context, key string) (Decision, error) {
 	now := m.now().UnixMicro()

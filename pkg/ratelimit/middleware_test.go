@@ -23,6 +23,7 @@ func newEnv(t *testing.T, rps float64, burst int, redisURL string) (*apitest.Env
 	t.Helper()
 	cfg := config.Default()
 	cfg.RateLimitRPS, cfg.RateLimitBurst, cfg.RedisURL = rps, burst, redisURL
+	cfg.RateLimitAddressRPS, cfg.RateLimitAddressBurst = rps, burst
 	// Tenant ids restart at 1 in every fresh test database: a prefix of
 	// its own keeps this test's budgets apart from any other run's.
 	var b [6]byte
@@ -74,23 +75,27 @@ func testLimitsPerTenant(t *testing.T, env *apitest.Env) {
 	if header(t, r, "RateLimit-Remaining") != 0 {
 		t.Fatal("RateLimit-Remaining not 0 on a 429")
 	}
-	// Even an unauthenticated request counts and is refused (the limit runs
-	// before authentication, so token guessing is limited too).
-	acme.Do("GET", "/api/1.0/me", "", nil).Status(t, http.StatusTooManyRequests)
-
+	// An unauthenticated request does not spend (nor meet) the tenant's
+	// budget: it is a 401, charged to the client address.
+	acme.Do("GET", "/api/1.0/me", "", nil).Status(t, http.StatusUnauthorized)
 	// Another tenant has its own budget.
 	if r := beta.Do("GET", "/api/1.0/me", beta.AdminToken(), nil); r.Code == http.StatusTooManyRequests {
 		t.Fatal("beta refused because acme spent its budget")
 	}
-	// The token endpoints have a budget of their own, separate from the API.
-	for i := range 3 {
+	// Requests to the token endpoints that authenticate no client spend
+	// the client address's budget (burst 3, one already spent above by the
+	// request without a token): two more, then refused before any work,
+	// on any tenant's host.
+	for range 2 {
 		acme.Do("POST", "/api/oauth/token", "", "{}").Status(t, http.StatusBadRequest)
-		_ = i
 	}
-	r = acme.Do("POST", "/api/oauth/revoke", "", "{}").Status(t, http.StatusTooManyRequests)
+	r = beta.Do("POST", "/api/oauth/revoke", "", "{}").Status(t, http.StatusTooManyRequests)
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("token endpoint 429 without Retry-After")
 	}
+	// The address's spent budget of failures does not touch beta's budget
+	// for authenticated requests from elsewhere (all requests here come
+	// from one address, so the proof is in pkg/oauth's budget test).
 	// Operational endpoints are never limited.
 	for range 5 {
 		r := env.Do("acme.localhost", "GET", "/healthz", "", nil).Status(t, http.StatusOK)
@@ -116,7 +121,7 @@ func TestMiddlewareRedis(t *testing.T) {
 	}
 	defer c.Close()
 	keys, err := c.Keys(t.Context(), prefix+"*").Result()
-	if err != nil || len(keys) != 3 { // acme:api, acme:oauth, beta:api
+	if err != nil || len(keys) != 3 { // acme:api, beta:api, the address's auth
 		t.Fatalf("redis keys under the test prefix: %v, %v; want 3 budgets", keys, err)
 	}
 }

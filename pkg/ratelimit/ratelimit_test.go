@@ -6,14 +6,18 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
@@ -269,6 +273,9 @@ func TestRedisDownFallsBackToMemory(t *testing.T) {
 	if allowed != 2 {
 		t.Fatalf("allowed %d of 5 with Redis down, want the in-process burst 2", allowed)
 	}
+	if l.Fallbacks() != 5 {
+		t.Fatalf("Fallbacks = %d, want 5 (every decision was taken in process)", l.Fallbacks())
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if n := strings.Count(logs.String(), "rate limit store failed"); n != 1 {
@@ -302,5 +309,53 @@ func TestMemoryAndRedisAgree(t *testing.T) {
 		if dm.Allowed != dr.Allowed || dm.Remaining != dr.Remaining || dm.Limit != dr.Limit {
 			t.Fatalf("request %d: memory %+v, redis %+v", i, dm, dr)
 		}
+	}
+}
+
+// Address budgets: a peek spends nothing, a charge does; refusals and
+// in-process fallbacks reach the observer (the metrics), here with Redis
+// down so that every decision falls back.
+func TestAddressBudgetPeekChargeAndObserver(t *testing.T) {
+	cfg := config.Default()
+	cfg.RateLimitRPS = 0 // tenant budgets off: only the address budget
+	cfg.RateLimitAddressRPS, cfg.RateLimitAddressBurst = 0.001, 2
+	cfg.RedisURL = "redis://127.0.0.1:1/0" // nothing listens on port 1
+	var refused []string
+	var fallbacks atomic.Int64
+	l, err := New(cfg, slog.New(slog.DiscardHandler), WithKeyPrefix(uniquePrefix(t)),
+		WithObserver(func(b string) { refused = append(refused, b) }, func() { fallbacks.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	e := echo.New()
+	call := func(fn func(echo.Context, string) error) (*httptest.ResponseRecorder, error) {
+		req := httptest.NewRequest("GET", "/api/1.0/me", nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		rec := httptest.NewRecorder()
+		return rec, fn(e.NewContext(req, rec), BudgetAuth)
+	}
+	for range 5 {
+		if _, err := call(l.GuardAddress); err != nil {
+			t.Fatalf("peek refused a fresh address: %v", err)
+		}
+	}
+	for i := range 2 {
+		if _, err := call(l.ChargeAddress); err != nil {
+			t.Fatalf("charge %d refused within the burst: %v", i, err)
+		}
+	}
+	rec, err := call(l.GuardAddress)
+	if !apperr.Is(err, apperr.TooManyRequests) || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("peek after the burst: %v, Retry-After %q", err, rec.Header().Get("Retry-After"))
+	}
+	if _, err := call(l.ChargeTenant); err != nil {
+		t.Fatalf("tenant budgets are off, yet: %v", err)
+	}
+	if len(refused) != 1 || refused[0] != BudgetAuth {
+		t.Fatalf("observer saw refusals %v, want [auth]", refused)
+	}
+	if fallbacks.Load() != 8 || l.Fallbacks() != 8 {
+		t.Fatalf("fallbacks observed %d (Fallbacks %d), want 8", fallbacks.Load(), l.Fallbacks())
 	}
 }

@@ -14,7 +14,8 @@ import (
 // matter. TATs are µs since the epoch (< 2^53: exact as Lua doubles) and are
 // written with %.0f because tostring would use exponent notation.
 //
-// KEYS[1] budget key; ARGV[1] interval µs; ARGV[2] burst.
+// KEYS[1] budget key; ARGV[1] interval µs; ARGV[2] burst; ARGV[3] "1" to
+// only look (decide without spending: Peek).
 // Returns {allowed, remaining, retry_after_us, reset_us}.
 var gcraScript = redis.NewScript(`
 local t = redis.call('TIME')
@@ -28,8 +29,10 @@ local allow_at = new_tat - burst * interval
 if now < allow_at then
   return {0, 0, allow_at - now, tat - now}
 end
-local ttl_ms = math.floor((new_tat - now) / 1000) + 1
-redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', ttl_ms)
+if ARGV[3] ~= '1' then
+  local ttl_ms = math.floor((new_tat - now) / 1000) + 1
+  redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', ttl_ms)
+end
 return {1, math.floor((now - allow_at) / interval), 0, new_tat - now}
 `)
 
@@ -48,8 +51,17 @@ func NewRedis(client redis.Scripter, rate Rate, prefix string) *Redis {
 
 // Allow implements Store.
 func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
+	return r.run(ctx, key, "0")
+}
+
+// Peek implements Store.
+func (r *Redis) Peek(ctx context.Context, key string) (Decision, error) {
+	return r.run(ctx, key, "1")
+}
+
+func (r *Redis) run(ctx context.Context, key, peek string) (Decision, error) {
 	res, err := gcraScript.Run(ctx, r.client, []string{r.prefix + key},
-		strconv.FormatInt(r.rate.interval(), 10), strconv.FormatInt(r.rate.burst(), 10)).Int64Slice()
+		strconv.FormatInt(r.rate.interval(), 10), strconv.FormatInt(r.rate.burst(), 10), peek).Int64Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("ratelimit: redis gcra: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/pkg/counts"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/page"
@@ -124,14 +125,18 @@ func (s *Store) List(ctx context.Context, p page.Request) (_ []Template, total i
 	if err := p.Validate(); err != nil {
 		return nil, 0, err
 	}
-	if err := tenant.Scope(ctx, s.db.DB).Model(&Template{}).Count(&total).Error; err != nil {
-		return nil, 0, fmt.Errorf("count: %w", err)
+	if total, err = counts.Total(ctx, s.db.DB, counts.Templates); err != nil {
+		return nil, 0, err
 	}
 	out := []Template{}
 	if p.Beyond(total) {
 		return out, total, nil
 	}
-	if err := tenant.Scope(ctx, s.db.DB).Order("id").Limit(p.Limit).Offset(p.Offset()).Find(&out).Error; err != nil {
+	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Templates.Kind, int64(p.Offset()))
+	if err != nil || !ok {
+		return out, total, err
+	}
+	if err := tenant.Scope(ctx, s.db.DB).Where("id >= ?", from).Order("id").Limit(p.Limit).Offset(int(skip)).Find(&out).Error; err != nil {
 		return nil, 0, err
 	}
 	ptrs := make([]*Template, len(out))

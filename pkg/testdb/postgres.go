@@ -32,8 +32,9 @@ const staleTemplateAge = 24 * time.Hour
 // FINSVC_TEST_DATABASE_URL is unset.
 func Postgres(t testing.TB) *db.DB {
 	t.Helper()
-	adminURL := os.Getenv(EnvDatabaseURL)
-	if adminURL == "" {
+	pooledURL := os.Getenv(EnvDatabaseURL)
+	adminURL := DirectURL()
+	if pooledURL == "" {
 		t.Skipf("testdb: %s is not set; skipping PostgreSQL test (e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", EnvDatabaseURL, EnvDatabaseURL)
 	}
 	admin, err := adminDB(adminURL)
@@ -58,7 +59,7 @@ func Postgres(t testing.TB) *db.DB {
 			t.Errorf("testdb: drop %s: %v", name, err)
 		}
 	})
-	u, err := withDatabase(adminURL, name)
+	u, err := withDatabase(pooledURL, name)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
@@ -247,3 +248,56 @@ func withDatabase(adminURL, name string) (string, error) {
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// URLs returns the pooled and the direct URL of the PostgreSQL database d
+// is connected to (the same when no pooler is configured): tests that need
+// a session (LISTEN, advisory locks, ALTER DATABASE) use the direct one.
+func URLs(t testing.TB, d *db.DB) (pooled, direct string) {
+	t.Helper()
+	var name string
+	if err := d.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
+		t.Fatalf("testdb: current database: %v", err)
+	}
+	var err error
+	if pooled, err = withDatabase(os.Getenv(EnvDatabaseURL), name); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	if direct, err = withDatabase(DirectURL(), name); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return pooled, direct
+}
+
+// EmptyPostgres creates an empty PostgreSQL database (no migrations: for
+// tests of what migrates it), dropped when t ends, and returns its pooled
+// and direct URLs. It skips t when FINSVC_TEST_DATABASE_URL is unset.
+func EmptyPostgres(t testing.TB) (pooled, direct string) {
+	t.Helper()
+	if os.Getenv(EnvDatabaseURL) == "" {
+		t.Skipf("testdb: %s is not set; skipping PostgreSQL test", EnvDatabaseURL)
+	}
+	admin, err := adminDB(DirectURL())
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	ctx, cancel := ctxTimeout(time.Minute)
+	defer cancel()
+	name := "finsvc_empty_" + randomSuffix()
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+quoteIdent(name)); err != nil {
+		t.Fatalf("testdb: create %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := ctxTimeout(time.Minute)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoteIdent(name)+` WITH (FORCE)`); err != nil {
+			t.Errorf("testdb: drop %s: %v", name, err)
+		}
+	})
+	if pooled, err = withDatabase(os.Getenv(EnvDatabaseURL), name); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	if direct, err = withDatabase(DirectURL(), name); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return pooled, direct
+}

@@ -36,7 +36,22 @@ import (
 const (
 	EnvDatabaseURL = "FINSVC_TEST_DATABASE_URL"
 	EnvRedisURL    = "FINSVC_TEST_REDIS_URL"
+	// EnvDatabaseDirectURL, when set, reaches the same server as
+	// EnvDatabaseURL without a transaction pooler: the test databases are
+	// created, templated and migrated through it (session locks, CREATE
+	// DATABASE … TEMPLATE), and the tests' handles connect through the
+	// pooler at EnvDatabaseURL. CI runs the PostgreSQL suite once this way,
+	// behind PgBouncer in transaction mode.
+	EnvDatabaseDirectURL = "FINSVC_TEST_DATABASE_DIRECT_URL"
 )
+
+// DirectURL is the admin URL: EnvDatabaseDirectURL, else EnvDatabaseURL.
+func DirectURL() string {
+	if u := os.Getenv(EnvDatabaseDirectURL); u != "" {
+		return u
+	}
+	return os.Getenv(EnvDatabaseURL)
+}
 
 // Dialects lists the dialects Each runs on. PostgreSQL subtests skip when
 // FINSVC_TEST_DATABASE_URL is unset.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/counts"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
@@ -175,15 +176,19 @@ func (s *Store) List(ctx context.Context, pr page.Request) ([]User, int64, error
 	if err := pr.Validate(); err != nil {
 		return nil, 0, err
 	}
-	var total int64
-	if err := tenant.Scope(ctx, s.db.DB).Model(&User{}).Count(&total).Error; err != nil {
-		return nil, 0, fmt.Errorf("users.List: count: %w", err)
+	total, err := counts.Total(ctx, s.db.DB, counts.Users)
+	if err != nil {
+		return nil, 0, fmt.Errorf("users.List: %w", err)
 	}
 	users := []User{}
 	if pr.Beyond(total) {
 		return users, total, nil
 	}
-	err := tenant.Scope(ctx, s.db.DB).Order("id").Limit(pr.Limit).Offset(pr.Offset()).Find(&users).Error
+	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Users.Kind, int64(pr.Offset()))
+	if err != nil || !ok {
+		return users, total, err
+	}
+	err = tenant.Scope(ctx, s.db.DB).Where("id >= ?", from).Order("id").Limit(pr.Limit).Offset(int(skip)).Find(&users).Error
 	if err != nil {
 		return nil, 0, fmt.Errorf("users.List: %w", err)
 	}

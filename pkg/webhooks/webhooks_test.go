@@ -57,6 +57,9 @@ func TestNewWiresOneContext(t *testing.T) {
 		cfg := config.Default()
 		cfg.Secret = "webhooks-test-global-secret-0123456789"
 		cfg.WebhookAllowPrivate = true // the receiver listens on loopback
+		if d.Dialect == db.Postgres {
+			_, cfg.DatabaseDirectURL = testdb.URLs(t, d) // the worker's LISTEN
+		}
 		wh, err := webhooks.New(d, cfg, testdb.Logger(), deliveryPollsNever())
 		if err != nil {
 			t.Fatal(err)

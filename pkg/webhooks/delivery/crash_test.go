@@ -63,7 +63,8 @@ func testCrashedWorkerLosesNothing(t *testing.T, d *db.DB) {
 	ids := f.emit(outbox.ActCreated, total, nil, nil)
 
 	ctxA, crashA := context.WithCancel(context.Background())
-	a := f.worker(delivery.WithOwner("a"), delivery.WithLease(lease), delivery.WithConcurrency(8), delivery.WithPollInterval(20*time.Millisecond))
+	// One registration here: its cap must not be what limits the test.
+	a := f.worker(delivery.WithOwner("a"), delivery.WithLease(lease), delivery.WithConcurrency(8), delivery.WithEndpointConcurrency(64), delivery.WithPollInterval(20*time.Millisecond))
 	if err := a.Start(ctxA); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func testCrashedWorkerLosesNothing(t *testing.T, d *db.DB) {
 
 	// While the leases are live nobody else takes those rows: a worker
 	// claiming now gets only pending ones.
-	c := f.worker(delivery.WithOwner("c"), delivery.WithConcurrency(64))
+	c := f.worker(delivery.WithOwner("c"), delivery.WithConcurrency(64), delivery.WithEndpointConcurrency(64))
 	if n, err := c.RunOnce(context.Background()); err != nil || n == 0 {
 		t.Fatalf("RunOnce = %d, %v", n, err)
 	}
@@ -94,7 +95,7 @@ func testCrashedWorkerLosesNothing(t *testing.T, d *db.DB) {
 	}
 
 	// The second instance sees the world after the leases expired.
-	b := f.worker(delivery.WithOwner("b"), delivery.WithLease(lease), delivery.WithConcurrency(8), delivery.WithPollInterval(20*time.Millisecond),
+	b := f.worker(delivery.WithOwner("b"), delivery.WithLease(lease), delivery.WithConcurrency(8), delivery.WithEndpointConcurrency(64), delivery.WithPollInterval(20*time.Millisecond),
 		delivery.WithNow(func() time.Time { return time.Now().Add(lease + time.Second) }))
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)

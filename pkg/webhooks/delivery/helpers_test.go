@@ -72,13 +72,18 @@ func newFixture(t testing.TB, d *db.DB) *fixture {
 	cfg := config.Default()
 	cfg.Secret = globalSecret
 	cfg.WebhookAllowPrivate = true
+	if d.Dialect == db.Postgres {
+		// The worker LISTENs on a session of its own (direct, even when
+		// the suite runs behind PgBouncer).
+		_, cfg.DatabaseDirectURL = testdb.URLs(t, d)
+	}
 	return &fixture{t: t, db: d, ctx: ctx, tid: tn.ID, userID: uid, cfg: cfg,
 		store: registry.New(d, box, registry.Options{AllowPrivate: true})}
 }
 
 func (f *fixture) register(event, target string) (*registry.Webhook, string) {
 	f.t.Helper()
-	w, secret, err := f.store.Create(f.ctx, &auth.Principal{TenantID: f.tid, UserID: f.userID, Role: "member", ClientID: "app"}, event, target)
+	w, secret, err := f.store.Create(f.ctx, f.owner(), event, target)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -251,4 +256,9 @@ func intp(p *int) string {
 		return "<nil>"
 	}
 	return fmt.Sprint(*p)
+}
+
+// owner is the member that registers the fixture's webhooks.
+func (f *fixture) owner() *auth.Principal {
+	return &auth.Principal{TenantID: f.tid, UserID: f.userID, Role: "member", ClientID: "app"}
 }

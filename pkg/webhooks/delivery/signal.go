@@ -1,10 +1,12 @@
 package delivery
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
@@ -49,6 +51,9 @@ func (w *Worker) listen() {
 }
 
 func (w *Worker) listenOnce() error {
+	if w.listenURL != "" {
+		return w.listenDirect()
+	}
 	sqlDB, err := w.db.DB.DB()
 	if err != nil {
 		return err
@@ -77,4 +82,26 @@ func (w *Worker) listenOnce() error {
 			w.signal.Notify()
 		}
 	})
+}
+
+// listenDirect LISTENs on a connection of its own to listenURL
+// (FINSVC_DATABASE_DIRECT_URL): behind a transaction pooler a pooled
+// connection goes back to the pool after each statement, and the
+// notifications with it.
+func (w *Worker) listenDirect() error {
+	pc, err := pgx.Connect(w.runCtx, w.listenURL)
+	if err != nil {
+		return err
+	}
+	defer pc.Close(context.WithoutCancel(w.runCtx))
+	if _, err := pc.Exec(w.runCtx, "LISTEN "+outbox.NotifyChannel); err != nil {
+		return err
+	}
+	w.signal.Notify() // catch up on anything committed before LISTEN
+	for {
+		if _, err := pc.WaitForNotification(w.runCtx); err != nil {
+			return err
+		}
+		w.signal.Notify()
+	}
 }

@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,8 +55,9 @@ import (
 
 // Defaults.
 const (
-	DefaultConcurrency  = 8
-	DefaultPollInterval = time.Second
+	DefaultConcurrency         = 32
+	DefaultEndpointConcurrency = 2
+	DefaultPollInterval        = time.Second
 	// leaseMargin is added to the attempt timeout to form the lease: the
 	// load before and the write after an attempt must fit in it too.
 	leaseMargin = 45 * time.Second
@@ -109,8 +111,14 @@ func WithClientOptions(opts httpclient.Options) Option {
 	return func(w *Worker) { o := opts; w.clientOpts = &o }
 }
 
-// WithConcurrency sets how many deliveries one worker attempts at once.
+// WithConcurrency sets how many deliveries one worker attempts at once
+// (default: the configuration's WebhookConcurrency).
 func WithConcurrency(n int) Option { return func(w *Worker) { w.concurrency = n } }
+
+// WithEndpointConcurrency sets how many attempts may be in flight for one
+// registration across all workers (default: the configuration's
+// WebhookEndpointConcurrency).
+func WithEndpointConcurrency(n int) Option { return func(w *Worker) { w.endpointCap = n } }
 
 // WithPollInterval sets the fallback poll period.
 func WithPollInterval(d time.Duration) Option { return func(w *Worker) { w.poll = d } }
@@ -138,8 +146,10 @@ type Worker struct {
 	now         func() time.Time
 	rnd         func() float64
 	concurrency int
+	endpointCap int
 	poll        time.Duration
 	lease       time.Duration
+	listenURL   string // LISTEN on a session of its own there; "": a pooled connection
 	owner       string
 	observe     func(Result)
 
@@ -156,7 +166,6 @@ type Worker struct {
 	stopping            chan struct{}
 	loopDone            chan struct{}
 	inflight            sync.WaitGroup
-	backlog             atomic.Bool // the last claim filled every free slot
 }
 
 // NewWorker builds a worker over d that opens signing secrets with box. cfg
@@ -172,7 +181,8 @@ func NewWorker(d *db.DB, box *secretbox.Box, cfg *config.Config, logger *slog.Lo
 	w := &Worker{
 		db: d, box: box, logger: logger.With("component", "webhook-delivery"),
 		policy: outbox.Policy{AllowHTTP: cfg.WebhookAllowPrivate}, timeout: cfg.WebhookTimeout,
-		now: time.Now, concurrency: DefaultConcurrency, poll: DefaultPollInterval,
+		now: time.Now, concurrency: cfg.WebhookConcurrency, endpointCap: cfg.WebhookEndpointConcurrency,
+		poll:   DefaultPollInterval,
 		signal: NewSignal(),
 	}
 	if w.timeout <= 0 {
@@ -193,13 +203,22 @@ func NewWorker(d *db.DB, box *secretbox.Box, cfg *config.Config, logger *slog.Lo
 	w.client = httpclient.New(co)
 	w.loadJob = fmt.Sprintf(loadJobSQL, w.policy.IneligibleSQL())
 	if w.lease == 0 {
+		w.lease = cfg.WebhookLease
+	}
+	if u := cfg.SessionDatabaseURL(); strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		w.listenURL = u
+	}
+	if w.lease == 0 {
 		w.lease = w.timeout + leaseMargin
 	}
 	if w.lease <= w.timeout {
 		return nil, fmt.Errorf("delivery: lease %s must exceed the attempt timeout %s", w.lease, w.timeout)
 	}
 	if w.concurrency < 1 {
-		w.concurrency = 1
+		w.concurrency = DefaultConcurrency
+	}
+	if w.endpointCap < 1 {
+		w.endpointCap = DefaultEndpointConcurrency
 	}
 	if w.owner == "" {
 		host, _ := os.Hostname()
@@ -281,7 +300,7 @@ func (w *Worker) loop() {
 		for {
 			free := w.concurrency - len(w.slots)
 			if free == 0 {
-				break // a finishing delivery signals when backlog is set
+				break // a finishing delivery signals
 			}
 			n, err := w.claimAndStart(free)
 			if err != nil {
@@ -290,7 +309,6 @@ func (w *Worker) loop() {
 				}
 				break
 			}
-			w.backlog.Store(n == free)
 			if n < free {
 				break
 			}
@@ -333,9 +351,10 @@ func (w *Worker) claimAndStart(n int) (int, error) {
 			defer func() {
 				<-w.slots
 				w.inflight.Done()
-				if w.backlog.Load() {
-					w.signal.Notify()
-				}
+				// Always look again: a claim may have left due rows
+				// behind because their registration was at its cap, and
+				// this attempt's end may have made room.
+				w.signal.Notify()
 			}()
 			w.process(c)
 		}()
@@ -346,7 +365,8 @@ func (w *Worker) claimAndStart(n int) (int, error) {
 // claim leases up to n due deliveries to this worker.
 func (w *Worker) claim(ctx context.Context, n int) ([]outbox.Claimed, error) {
 	now := w.clock()
-	return outbox.Claim(ctx, w.db, w.owner, n, now, now.Add(w.lease))
+	return outbox.Claim(ctx, w.db, outbox.ClaimRequest{
+		Owner: w.owner, N: n, EndpointCap: w.endpointCap, Now: now, LeaseUntil: now.Add(w.lease)})
 }
 
 // process takes one claimed delivery through its attempt: load what the
@@ -435,13 +455,22 @@ type envelope struct {
 	Data       json.RawMessage `json:"data"`
 }
 
+// attemptDeadline is how long one attempt may take under a lease.
+func attemptDeadline(lease, timeout time.Duration) time.Duration {
+	return timeout + (lease-timeout)*2/3
+}
+
 // attempt sends the delivery once, unless it must not be sent, and returns
 // the verdict. ok is false after an abrupt stop, when nothing may be
 // recorded.
 func (w *Worker) attempt(log *slog.Logger, c outbox.Claimed, j *job, res *Result) (v verdict, ok bool) {
 	// The attempt must end well within the lease so that nobody else can
-	// claim the row while it is still in flight.
-	actx, cancel := context.WithTimeout(w.attemptCtx, w.lease-leaseMargin/3)
+	// claim the row while it is still in flight: it gets the attempt
+	// timeout plus two thirds of what the lease holds beyond it (the load
+	// before and the write after fit in the last third). Computed from the
+	// configured lease, not the default margin: a short lease
+	// (FINSVC_WEBHOOK_LEASE) must not leave a deadline already past.
+	actx, cancel := context.WithTimeout(w.attemptCtx, attemptDeadline(w.lease, w.timeout))
 	defer cancel()
 	req, v := w.request(actx, log, c, j, res)
 	if req == nil {
@@ -588,6 +617,9 @@ func (w *Worker) record(log *slog.Logger, c outbox.Claimed, res *Result, v verdi
 	if !held {
 		res.Outcome = LeaseLost
 	}
+	if held && v.update.Attempt != nil && !v.disable {
+		w.recordHealth(ctx, log, c, res, now)
+	}
 	switch res.Outcome {
 	case LeaseLost:
 		log.Warn("lease lost before the outcome was recorded")
@@ -595,5 +627,24 @@ func (w *Worker) record(log *slog.Logger, c outbox.Claimed, res *Result, v verdi
 		log.Debug("delivered", "status", res.StatusCode, "duration", res.Duration)
 	default:
 		log.Info("delivery attempt", "outcome", string(res.Outcome), "status", res.StatusCode, "error", res.Error)
+	}
+}
+
+// recordHealth feeds the attempt's outcome to the registration's circuit
+// breaker (outbox.RecordHealth) and disables a registration that has failed
+// for outbox.AutoDisableAfter. Health is advisory: an error is logged, and
+// the delivery's own outcome is already recorded.
+func (w *Worker) recordHealth(ctx context.Context, log *slog.Logger, c outbox.Claimed, res *Result, now time.Time) {
+	disable, err := outbox.RecordHealth(ctx, w.db, c.TenantID, c.WebhookID, res.Outcome == Succeeded, res.Error, now)
+	if err == nil && disable {
+		err = w.db.Tx(ctx, func(tx *gorm.DB) error {
+			return registry.Disable(tx, c.TenantID, c.WebhookID, outbox.AutoDisableReason, now)
+		})
+		if err == nil {
+			log.Warn("registration disabled", "reason", outbox.AutoDisableReason)
+		}
+	}
+	if err != nil {
+		log.Error("record endpoint health", "err", err)
 	}
 }

@@ -171,7 +171,7 @@ func TestRetryScheduleRetryAfterAnd410(t *testing.T) {
 			t.Fatal("next attempt after 410")
 		}
 		mustEqual(t, "other delivery", f.row(ids[1]).Status, outbox.Cancelled)
-		got, err := f.store.Get(f.ctx, wh.ID)
+		got, err := f.store.Get(f.ctx, f.owner(), wh.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestRotationOverlapSignsWithBothSecrets(t *testing.T) {
 		rc := newReceiver(t, false)
 		wh, oldSecret := f.register(outbox.ActCreated, rc.URL)
 		clk := newClock()
-		_, newSecret, err := f.store.Rotate(f.ctx, wh.ID)
+		_, newSecret, err := f.store.Rotate(f.ctx, f.owner(), wh.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,6 +77,39 @@ type Options struct {
 	wrapControl func(next controlFunc) controlFunc
 }
 
+// guard is the one rule for which addresses deliveries may reach: any port,
+// and the public unicast ranges only (code.dny.dev/ssrf's IANA tables).
+var guard = ssrf.New(ssrf.WithAnyPort())
+
+// AddrAllowed reports whether deliveries may connect to a.
+func AddrAllowed(a netip.Addr) bool { return guard.SafeAddr(a.Unmap()) == nil }
+
+// Lookup resolves a host name; it has the shape of
+// (*net.Resolver).LookupNetIP.
+type Lookup = func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
+// BlockedAddr resolves host with lookup (nil: the system resolver) and
+// returns an address it resolves to that deliveries may not reach, if any.
+// Registration uses it to refuse such targets early with a clear message;
+// a name that does not resolve (yet) is not refused, and the dial-time
+// guard stays the real defence: DNS can change between registration and
+// delivery.
+func BlockedAddr(ctx context.Context, host string, lookup Lookup) (netip.Addr, bool) {
+	if lookup == nil {
+		lookup = net.DefaultResolver.LookupNetIP
+	}
+	addrs, err := lookup(ctx, "ip", host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, a := range addrs {
+		if !AddrAllowed(a) {
+			return a.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
 // controlFunc is the type of net.Dialer.Control.
 type controlFunc = func(network, address string, c syscall.RawConn) error
 
@@ -97,7 +130,7 @@ func New(opts Options) *http.Client {
 		// Any port: receivers legitimately listen on 8443 and friends, and
 		// the address checks are what keeps us out of internal networks.
 		// Only TCP over IPv4/IPv6 (the guard's default networks).
-		dialer.Control = ssrf.New(ssrf.WithAnyPort()).Safe
+		dialer.Control = guard.Safe
 	}
 	if opts.wrapControl != nil {
 		dialer.Control = opts.wrapControl(dialer.Control)

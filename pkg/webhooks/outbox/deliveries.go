@@ -14,62 +14,6 @@ import (
 // record the outcome of each attempt, and the registry cancels, requeues or
 // deletes it. Every write to the deliveries table is in this package.
 
-// Claimed is a delivery a worker holds the lease of.
-type Claimed struct {
-	TenantID  int64  `gorm:"column:tenant_id"`
-	ID        string `gorm:"column:id"`
-	WebhookID int64  `gorm:"column:webhook_id"`
-	EventID   string `gorm:"column:event_id"`
-	Attempts  int    `gorm:"column:attempts"`
-}
-
-// A row is due when it is pending and its time has come, or when it is
-// delivering but its lease has expired (its worker died).
-const dueSQL = `status IN ` + sqlLive + ` AND next_attempt_at <= @now
-    AND (status = ` + sqlPending + ` OR lease_expires_at < @now)`
-
-// The claim queries span tenants on purpose: workers serve every tenant, and
-// every later statement names the row's tenant_id explicitly.
-const claimPostgres = `WITH due AS (
-  SELECT tenant_id, id FROM deliveries
-  WHERE ` + dueSQL + `
-  ORDER BY next_attempt_at
-  LIMIT @n
-  FOR UPDATE SKIP LOCKED)
-UPDATE deliveries d SET status = ` + sqlDelivering + `, lease_owner = @owner, lease_expires_at = @lease, updated_at = @now
-FROM due WHERE d.tenant_id = due.tenant_id AND d.id = due.id
-RETURNING d.tenant_id, d.id, d.webhook_id, d.event_id, d.attempts`
-
-const claimSQLite = `UPDATE deliveries SET status = ` + sqlDelivering + `, lease_owner = @owner, lease_expires_at = @lease, updated_at = @now
-WHERE (tenant_id, id) IN (
-  SELECT tenant_id, id FROM deliveries
-  WHERE ` + dueSQL + `
-  ORDER BY next_attempt_at
-  LIMIT @n)
-RETURNING tenant_id, id, webhook_id, event_id, attempts`
-
-// Claim leases up to n due deliveries, across tenants, to owner until
-// leaseUntil, oldest due first. On PostgreSQL the due rows are locked with
-// FOR UPDATE SKIP LOCKED, so that replicas claiming at once take different
-// rows; on SQLite a single UPDATE … RETURNING runs under the database write
-// lock.
-func Claim(ctx context.Context, d *db.DB, owner string, n int, now, leaseUntil time.Time) ([]Claimed, error) {
-	q := claimSQLite
-	if d.Dialect == db.Postgres {
-		q = claimPostgres
-	}
-	args := map[string]any{"now": now, "n": n, "owner": owner, "lease": leaseUntil}
-	// One statement is one transaction: on PostgreSQL the CTE's row locks
-	// (SKIP LOCKED) and the UPDATE commit together; on SQLite the statement
-	// runs under the database write lock. An explicit transaction would only
-	// add round trips.
-	var rows []Claimed
-	if err := d.WithContext(ctx).Raw(q, args).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("outbox: claim deliveries: %w", err)
-	}
-	return rows, nil
-}
-
 // Update is what a claimed delivery ends with: its new status and, when an
 // HTTP attempt was made, what the target answered.
 type Update struct {

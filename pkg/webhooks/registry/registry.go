@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,9 +18,11 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/counts"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
@@ -41,8 +45,21 @@ type Webhook struct {
 	CreatedByUserID          int64      `gorm:"column:created_by_user_id"`
 	CreatedByClientID        *string    `gorm:"column:created_by_client_id"`
 	DisabledReason           *string    `gorm:"column:disabled_reason"`
-	CreatedAt                time.Time  `gorm:"column:created_at"`
-	UpdatedAt                time.Time  `gorm:"column:updated_at"`
+	DisabledAt               *time.Time `gorm:"column:disabled_at"`
+	// Endpoint health (outbox.RecordHealth keeps it).
+	ConsecutiveFailures int        `gorm:"column:consecutive_failures"`
+	LastSuccessAt       *time.Time `gorm:"column:last_success_at"`
+	LastFailureAt       *time.Time `gorm:"column:last_failure_at"`
+	LastFailureReason   *string    `gorm:"column:last_failure_reason"`
+	FailingSince        *time.Time `gorm:"column:failing_since"`
+	CircuitOpenUntil    *time.Time `gorm:"column:circuit_open_until"`
+	CreatedAt           time.Time  `gorm:"column:created_at"`
+	UpdatedAt           time.Time  `gorm:"column:updated_at"`
+}
+
+// HealthState is the state of the registration's circuit breaker at now.
+func (w Webhook) HealthState(now time.Time) outbox.HealthState {
+	return outbox.State(w.ConsecutiveFailures, w.CircuitOpenUntil, now)
 }
 
 // TableName is the GORM table.
@@ -55,6 +72,7 @@ type Store struct {
 	allowPrivate bool
 	notifier     outbox.Notifier
 	now          func() time.Time
+	lookup       httpclient.Lookup
 }
 
 // Options configures a Store.
@@ -66,6 +84,9 @@ type Options struct {
 	Notifier outbox.Notifier
 	// Now replaces time.Now (tests).
 	Now func() time.Time
+	// Lookup replaces the system resolver for the registration-time
+	// address check (tests).
+	Lookup httpclient.Lookup
 }
 
 // New returns a store sealing secrets with box.
@@ -74,7 +95,35 @@ func New(d *db.DB, box *secretbox.Box, o Options) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: d, box: box, allowPrivate: o.AllowPrivate, notifier: o.Notifier, now: now}
+	return &Store{db: d, box: box, allowPrivate: o.AllowPrivate, notifier: o.Notifier, now: now, lookup: o.Lookup}
+}
+
+// resolveTimeout bounds the registration-time lookup of a target's name.
+const resolveTimeout = 2 * time.Second
+
+// checkTarget validates and normalises target (ValidateTarget) and, unless
+// private targets are allowed, refuses a name that resolves to an address
+// deliveries may not reach: the registration fails now, with a message,
+// rather than every delivery later.
+func (s *Store) checkTarget(ctx context.Context, target string) (normalized, msg string) {
+	normalized, msg = ValidateTarget(target, s.allowPrivate)
+	if msg != "" || s.allowPrivate {
+		return normalized, msg
+	}
+	u, err := url.Parse(normalized)
+	if err != nil {
+		return "", "must be an absolute https:// URL"
+	}
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err == nil {
+		return normalized, "" // a literal: ValidateTarget checked it
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	if a, blocked := httpclient.BlockedAddr(ctx, host, s.lookup); blocked {
+		return "", fmt.Sprintf("must not point to a private, loopback or link-local address (%s resolves to %s)", host, a)
+	}
+	return normalized, ""
 }
 
 func (s *Store) clock() time.Time { return db.Clock(s.now).Now() }
@@ -112,7 +161,8 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 	if !outbox.ValidKind(event) {
 		fe.Add("event", fmt.Sprintf("must be one of %v", outbox.Kinds))
 	}
-	if msg := ValidateTarget(target, s.allowPrivate); msg != "" {
+	target, msg := s.checkTarget(ctx, target)
+	if msg != "" {
 		fe.Add("target", msg)
 	}
 	if err := fe.Err(apperr.Invalid, "The webhook registration is invalid."); err != nil {
@@ -150,25 +200,76 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 	return w, secret, nil
 }
 
-// List returns a page of the tenant's registrations, oldest first.
-func (s *Store) List(ctx context.Context, pg page.Request) (ws []Webhook, total int64, err error) {
+// Ownership: who may see and manage a registration. Every method below
+// takes the caller and reads only through visible, so no handler (API or
+// page) can forget the rule:
+//
+//   - an admin sees and manages every registration of the tenant;
+//   - a member sees and manages only the registrations it created (a
+//     registration's target receives the tenant's data and its secret signs
+//     for it: a member must not redirect or take over an admin's);
+//   - a viewer sees every registration and changes none (the role table of
+//     the API refuses its changes with 403 before they get here).
+//
+// A registration the caller may not see is NotFound, exactly like another
+// tenant's, so its existence is not revealed.
+
+// ownOnly reports whether p sees only the registrations it created, and
+// as which user. A missing or unknown caller sees only what user 0 created:
+// nothing.
+func ownOnly(p *auth.Principal) (userID int64, only bool) {
+	switch {
+	case p == nil:
+		return 0, true
+	case p.Role == auth.RoleMember || !auth.ValidRole(p.Role):
+		return p.UserID, true
+	}
+	return 0, false
+}
+
+// visible scopes q to the tenant's registrations p may see.
+func visible(ctx context.Context, q *gorm.DB, p *auth.Principal) *gorm.DB {
+	q = tenant.Scope(ctx, q)
+	if uid, only := ownOnly(p); only {
+		q = q.Where("created_by_user_id = ?", uid)
+	}
+	return q
+}
+
+// mayChange reports whether p may change registrations it can see.
+func mayChange(p *auth.Principal) error {
+	if p == nil || (p.Role != auth.RoleAdmin && p.Role != auth.RoleMember) {
+		return apperr.E(apperr.Forbidden, "Your role cannot change webhook registrations.")
+	}
+	return nil
+}
+
+// List returns a page of the registrations p may see, oldest first.
+func (s *Store) List(ctx context.Context, p *auth.Principal, pg page.Request) (ws []Webhook, total int64, err error) {
 	defer apperr.Wrap(&err, "registry.List")
-	q := tenant.Scope(ctx, s.db.Model(&Webhook{}))
-	if err := q.Count(&total).Error; err != nil {
+	key := counts.Webhooks
+	if uid, only := ownOnly(p); only {
+		key = counts.WebhooksOf(uid) // the rows visible shows
+	}
+	if total, err = counts.Total(ctx, s.db.DB, key); err != nil {
 		return nil, 0, err
 	}
-	err = tenant.Scope(ctx, s.db.DB).Order("id").Limit(pg.Limit).Offset(pg.Offset()).Find(&ws).Error
+	if pg.Beyond(total) {
+		return []Webhook{}, total, nil
+	}
+	err = visible(ctx, s.db.DB, p).Order("id").Limit(pg.Limit).Offset(pg.Offset()).Find(&ws).Error
 	return ws, total, err
 }
 
-// Get returns one registration; another tenant's is NotFound.
-func (s *Store) Get(ctx context.Context, id int64) (*Webhook, error) {
-	return s.get(ctx, s.db.DB, id)
+// Get returns one registration; another tenant's, or one p may not see, is
+// NotFound.
+func (s *Store) Get(ctx context.Context, p *auth.Principal, id int64) (*Webhook, error) {
+	return s.get(ctx, s.db.DB, p, id)
 }
 
-func (s *Store) get(ctx context.Context, q *gorm.DB, id int64) (*Webhook, error) {
+func (s *Store) get(ctx context.Context, q *gorm.DB, p *auth.Principal, id int64) (*Webhook, error) {
 	var w Webhook
-	err := tenant.Scope(ctx, q).Where("id = ?", id).Take(&w).Error
+	err := visible(ctx, q, p).Where("id = ?", id).Take(&w).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.Ef(apperr.NotFound, "webhook %d not found", id)
 	}
@@ -180,16 +281,21 @@ func (s *Store) get(ctx context.Context, q *gorm.DB, id int64) (*Webhook, error)
 
 // Update changes the target and/or the active flag. Deactivating cancels the
 // registration's pending deliveries; activating clears disabled_reason.
-func (s *Store) Update(ctx context.Context, id int64, target *string, active *bool) (w *Webhook, err error) {
+func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, target *string, active *bool) (w *Webhook, err error) {
 	defer apperr.Wrap(&err, "registry.Update(%d)", id)
+	if err := mayChange(p); err != nil {
+		return nil, err
+	}
 	if target != nil {
-		if msg := ValidateTarget(*target, s.allowPrivate); msg != "" {
+		norm, msg := s.checkTarget(ctx, *target)
+		if msg != "" {
 			return nil, apperr.E(apperr.Invalid, "The webhook registration is invalid.").WithField("target", msg)
 		}
+		target = &norm
 	}
 	now := s.clock()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		cur, err := s.get(ctx, s.db.ForUpdate(tx), id)
+		cur, err := s.get(ctx, s.db.ForUpdate(tx), p, id)
 		if err != nil {
 			return err
 		}
@@ -200,7 +306,13 @@ func (s *Store) Update(ctx context.Context, id int64, target *string, active *bo
 		if active != nil {
 			set["active"] = *active
 			if *active {
-				set["disabled_reason"] = nil
+				// Re-enabling starts afresh: no disabled reason, and a
+				// closed circuit with no failure run (or the next failure
+				// would disable it again at once).
+				set["disabled_reason"], set["disabled_at"] = nil, nil
+				if !cur.Active {
+					set["consecutive_failures"], set["failing_since"], set["circuit_open_until"] = 0, nil, nil
+				}
 			} else if cur.Active {
 				if err := outbox.CancelPending(tx, tenant.ID(ctx), id, "", now); err != nil {
 					return err
@@ -210,18 +322,19 @@ func (s *Store) Update(ctx context.Context, id int64, target *string, active *bo
 		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
 			return err
 		}
-		w, err = s.get(ctx, tx, id)
+		w, err = s.get(ctx, tx, p, id)
 		return err
 	})
 	return w, err
 }
 
 // Disable deactivates a registration whose target asked to stop (410
-// Gone), records why, and cancels its pending deliveries, inside tx. The
+// Gone) or that has failed for outbox.AutoDisableAfter, records why and
+// when, and cancels its pending deliveries, inside tx. The
 // delivery workers call it across tenants, hence the explicit tenant id.
 func Disable(tx *gorm.DB, tenantID, id int64, reason string, now time.Time) error {
 	if err := tx.Table("webhooks").Where("tenant_id = ? AND id = ?", tenantID, id).
-		Updates(map[string]any{"active": false, "disabled_reason": reason, "updated_at": now}).Error; err != nil {
+		Updates(map[string]any{"active": false, "disabled_reason": reason, "disabled_at": now, "updated_at": now}).Error; err != nil {
 		return fmt.Errorf("registry: disable webhook %d: %w", id, err)
 	}
 	return outbox.CancelPending(tx, tenantID, id, "registration disabled: "+reason, now)
@@ -229,9 +342,15 @@ func Disable(tx *gorm.DB, tenantID, id int64, reason string, now time.Time) erro
 
 // Delete removes the registration. Its deliveries go with it (the delivery
 // log belongs to the registration), which cancels every pending one.
-func (s *Store) Delete(ctx context.Context, id int64) (err error) {
+func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err error) {
 	defer apperr.Wrap(&err, "registry.Delete(%d)", id)
+	if err := mayChange(p); err != nil {
+		return err
+	}
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if _, err := s.get(ctx, s.db.ForUpdate(tx), p, id); err != nil {
+			return err
+		}
 		if err := outbox.DeleteDeliveries(tx, tenant.ID(ctx), id); err != nil {
 			return err
 		}
@@ -249,8 +368,11 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 // Rotate issues a new secret. The current one becomes the previous secret
 // and keeps signing for RotationOverlap; a still-valid older previous secret
 // is dropped (only two secrets ever sign).
-func (s *Store) Rotate(ctx context.Context, id int64) (w *Webhook, secret string, err error) {
+func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64) (w *Webhook, secret string, err error) {
 	defer apperr.Wrap(&err, "registry.Rotate(%d)", id)
+	if err := mayChange(p); err != nil {
+		return nil, "", err
+	}
 	secret, err = sign.NewSecret()
 	if err != nil {
 		return nil, "", err
@@ -258,7 +380,7 @@ func (s *Store) Rotate(ctx context.Context, id int64) (w *Webhook, secret string
 	tid := tenant.ID(ctx)
 	now := s.clock()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		cur, err := s.get(ctx, s.db.ForUpdate(tx), id)
+		cur, err := s.get(ctx, s.db.ForUpdate(tx), p, id)
 		if err != nil {
 			return err
 		}
@@ -275,7 +397,7 @@ func (s *Store) Rotate(ctx context.Context, id int64) (w *Webhook, secret string
 		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
 			return err
 		}
-		w, err = s.get(ctx, tx, id)
+		w, err = s.get(ctx, tx, p, id)
 		return err
 	})
 	if err != nil {
@@ -312,13 +434,16 @@ func (s *Store) deliveries(ctx context.Context, q *gorm.DB, webhookID int64) *go
 
 // Deliveries returns a page of the registration's delivery log, newest
 // first.
-func (s *Store) Deliveries(ctx context.Context, webhookID int64, pg page.Request) (ds []Delivery, total int64, err error) {
+func (s *Store) Deliveries(ctx context.Context, p *auth.Principal, webhookID int64, pg page.Request) (ds []Delivery, total int64, err error) {
 	defer apperr.Wrap(&err, "registry.Deliveries(%d)", webhookID)
-	if _, err := s.Get(ctx, webhookID); err != nil {
+	if _, err := s.Get(ctx, p, webhookID); err != nil {
 		return nil, 0, err
 	}
-	if err := s.deliveries(ctx, s.db.DB, webhookID).Count(&total).Error; err != nil {
+	if total, err = counts.Total(ctx, s.db.DB, counts.Deliveries(webhookID)); err != nil {
 		return nil, 0, err
+	}
+	if pg.Beyond(total) {
+		return []Delivery{}, total, nil
 	}
 	err = s.deliveries(ctx, s.db.DB, webhookID).Select(deliveryColumns).
 		Order("deliveries.created_at DESC, deliveries.id").
@@ -330,11 +455,14 @@ func (s *Store) Deliveries(ctx context.Context, webhookID int64, pg page.Request
 // same event id and payload, signed afresh, attempted now with a fresh
 // retry schedule (attempts restart at 0). A delivery in flight, or one of
 // an inactive registration, is refused with 400.
-func (s *Store) Redeliver(ctx context.Context, webhookID int64, deliveryID uuid.UUID) (d *Delivery, err error) {
+func (s *Store) Redeliver(ctx context.Context, p *auth.Principal, webhookID int64, deliveryID uuid.UUID) (d *Delivery, err error) {
 	defer apperr.Wrap(&err, "registry.Redeliver(%d, %s)", webhookID, deliveryID)
+	if err := mayChange(p); err != nil {
+		return nil, err
+	}
 	now := s.clock()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		w, err := s.get(ctx, s.db.ForUpdate(tx), webhookID)
+		w, err := s.get(ctx, s.db.ForUpdate(tx), p, webhookID)
 		if err != nil {
 			return err
 		}

@@ -6,18 +6,45 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
 )
 
 // MaxTargetLen bounds a target URL (the OpenAPI document says the same).
 const MaxTargetLen = 2000
 
-// ValidateTarget checks a webhook target URL and returns a message for
-// errors.target, or "" when it is acceptable. It must be an absolute
-// https:// URL with a host (http:// too when allowPrivate, which is only set
-// for tests and demo), without credentials or a fragment. An IP literal in a
-// non-public range is refused up front unless allowPrivate; host names are
-// checked after resolution, at every delivery, by the SSRF guard.
-func ValidateTarget(target string, allowPrivate bool) string {
+// ValidateTarget checks a webhook target URL and returns it with its scheme
+// and host normalised (lower case, no trailing dot on the name), or a
+// message for errors.target. It must be an absolute https:// URL with a host
+// (http:// too when allowPrivate, which is only set for tests and demo),
+// without credentials or a fragment. An IP literal that deliveries may not
+// reach (httpclient.AddrAllowed) is refused up front unless allowPrivate, and
+// so are localhost names; other names are resolved at registration
+// (Store.checkTarget) and again, authoritatively, at every delivery by the
+// dial-time guard.
+func ValidateTarget(target string, allowPrivate bool) (normalized, msg string) {
+	msg = validateTarget(target, allowPrivate)
+	if msg != "" {
+		return "", msg
+	}
+	u, _ := url.Parse(target) // parsed fine above
+	u.Scheme = strings.ToLower(u.Scheme)
+	host := normalizeHost(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" {
+		host += ":" + p
+	}
+	u.Host = host
+	return u.String(), ""
+}
+
+// normalizeHost lower-cases a host name and drops its trailing dot
+// ("LOCALHOST." is localhost).
+func normalizeHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
+func validateTarget(target string, allowPrivate bool) string {
 	if target == "" {
 		return "is required"
 	}
@@ -48,7 +75,7 @@ func ValidateTarget(target string, allowPrivate bool) string {
 	if u.Fragment != "" || strings.Contains(target, "#") {
 		return "must not contain a fragment"
 	}
-	host := u.Hostname()
+	host := normalizeHost(u.Hostname())
 	if host == "" {
 		return "must have a host"
 	}
@@ -61,7 +88,7 @@ func ValidateTarget(target string, allowPrivate bool) string {
 		return "has an invalid port"
 	}
 	if addr, err := netip.ParseAddr(host); err == nil {
-		if !allowPrivate && !publicAddr(addr) {
+		if !allowPrivate && !httpclient.AddrAllowed(addr) {
 			return "must not point to a private, loopback or link-local address"
 		}
 		return ""
@@ -69,17 +96,10 @@ func ValidateTarget(target string, allowPrivate bool) string {
 	if !validHostname(host) {
 		return "has an invalid host name"
 	}
-	if !allowPrivate && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
+	if !allowPrivate && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
 		return "must not point to a private, loopback or link-local address"
 	}
 	return ""
-}
-
-// publicAddr is a coarse first check for IP literals; the dial-time guard
-// (code.dny.dev/ssrf) is the authoritative one.
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() && !a.IsLinkLocalUnicast()
 }
 
 func validHostname(h string) bool {

@@ -20,24 +20,43 @@ func TestValidateTarget(t *testing.T) {
 		"https://192.168.0.1/", "https://169.254.169.254/", "https://[::1]/", "https://[fe80::1]/",
 		"https://0.0.0.0/", "https://localhost/", "https://api.localhost/", "https://10.1/", "https://0x7f.1/",
 		"mailto:x@example.com",
+		// Finding 9: a trailing dot or capitals do not hide a local name.
+		"https://LOCALHOST.:8443/", "https://localhost./", "https://API.LocalHost./x",
+		"https://[::ffff:127.0.0.1]/", "https://100.64.0.1/",
 	}
 	for _, u := range ok {
-		if msg := ValidateTarget(u, false); msg != "" {
+		if _, msg := ValidateTarget(u, false); msg != "" {
 			t.Errorf("%q refused: %s", u, msg)
 		}
 	}
 	for _, u := range bad {
-		if ValidateTarget(u, false) == "" {
+		if _, msg := ValidateTarget(u, false); msg == "" {
 			t.Errorf("%q accepted", u)
 		}
 	}
 	// Tests and demo lift the address rules and accept http.
 	for _, u := range []string{"http://127.0.0.1:8080/hook", "https://localhost:9090/", "http://[::1]:1/"} {
-		if msg := ValidateTarget(u, true); msg != "" {
+		if _, msg := ValidateTarget(u, true); msg != "" {
 			t.Errorf("allowPrivate: %q refused: %s", u, msg)
 		}
 	}
-	if ValidateTarget("ftp://127.0.0.1/", true) == "" {
+	if _, msg := ValidateTarget("ftp://127.0.0.1/", true); msg == "" {
 		t.Error("allowPrivate accepted ftp")
+	}
+}
+
+// The stored target has its scheme and host normalised; the rest is kept.
+func TestValidateTargetNormalises(t *testing.T) {
+	cases := map[string]string{
+		"HTTPS://Hooks.Example.COM./a/B?c=D":  "https://hooks.example.com/a/B?c=D",
+		"https://Hooks.Example.com.:8443/x":   "https://hooks.example.com:8443/x",
+		"https://[2001:4860:4860::8888]/hook": "https://[2001:4860:4860::8888]/hook",
+		"https://hooks.example.com/p%2Fq":     "https://hooks.example.com/p%2Fq",
+	}
+	for in, want := range cases {
+		got, msg := ValidateTarget(in, false)
+		if msg != "" || got != want {
+			t.Errorf("ValidateTarget(%q) = %q, %q; want %q", in, got, msg, want)
+		}
 	}
 }

@@ -1,0 +1,102 @@
+// Package retention deletes what the service no longer needs once it is
+// older than the retention period (FINSVC_EVENT_RETENTION): finished
+// webhook deliveries, then events left without deliveries, and expired
+// fetch requests with their field rows. Pending deliveries are never
+// purged, and act history (business data) never is.
+package retention
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/finsvc/finsvc/pkg/acts"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/janitor"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+)
+
+// Defaults.
+const (
+	Interval     = 10 * time.Minute
+	FirstRun     = 2 * time.Minute
+	DefaultBatch = 1000
+	// MaxBatchesPerRun bounds one run, so that a first run over years of
+	// history does not hold a janitor for hours; the next run goes on.
+	MaxBatchesPerRun = 500
+)
+
+// Stats counts what one run deleted.
+type Stats struct {
+	Deliveries, Events, FetchRequests int64
+}
+
+// Total is the number of rows deleted.
+func (s Stats) Total() int64 { return s.Deliveries + s.Events + s.FetchRequests }
+
+// Purger deletes, in batches, rows older than Retention. Every replica may
+// run one: on PostgreSQL concurrent batches skip each other's rows (FOR
+// UPDATE SKIP LOCKED), and every delete is idempotent.
+type Purger struct {
+	Retention time.Duration
+	Batch     int
+	Now       func() time.Time
+
+	db   *db.DB
+	log  *slog.Logger
+	loop janitor.Loop
+}
+
+// New returns a purger of d's rows older than retention.
+func New(d *db.DB, retention time.Duration, log *slog.Logger) *Purger {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Purger{Retention: retention, Batch: DefaultBatch, Now: time.Now, db: d, log: log}
+	p.loop = janitor.Loop{Interval: Interval, FirstRun: FirstRun, Run: func(ctx context.Context) error {
+		_, err := p.RunOnce(ctx)
+		return err
+	}}
+	return p
+}
+
+// RunOnce purges everything past the retention now, batch by batch.
+func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
+	before := p.Now().Add(-p.Retention)
+	var st Stats
+	steps := []struct {
+		n     *int64
+		purge func(context.Context, *db.DB, time.Time, int) (int64, error)
+	}{
+		// Deliveries first: an event goes only once it has none left.
+		{&st.Deliveries, outbox.PurgeDeliveries},
+		{&st.Events, outbox.PurgeEvents},
+		{&st.FetchRequests, acts.PurgeFetchRequests},
+	}
+	for _, s := range steps {
+		for range MaxBatchesPerRun {
+			n, err := s.purge(ctx, p.db, before, p.Batch)
+			*s.n += n
+			if err != nil {
+				if ctx.Err() == nil {
+					p.log.Error("retention: purge failed", "error", err, "deleted", st.Total())
+				}
+				return st, err
+			}
+			if n < int64(p.Batch) {
+				break
+			}
+		}
+	}
+	if st.Total() > 0 {
+		p.log.Info("retention: purged", "older_than", before.UTC().Format(time.RFC3339),
+			"deliveries", st.Deliveries, "events", st.Events, "fetch_requests", st.FetchRequests)
+	}
+	return st, nil
+}
+
+// Start runs the purge every Interval in the background until Stop.
+func (p *Purger) Start(ctx context.Context) { p.loop.Start(ctx) }
+
+// Stop ends the background purge and waits for a run in progress.
+func (p *Purger) Stop() { p.loop.Stop() }
