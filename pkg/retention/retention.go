@@ -24,6 +24,19 @@ const (
 	// MaxBatchesPerRun bounds one run, so that a first run over years of
 	// history does not hold a janitor for hours; the next run goes on.
 	MaxBatchesPerRun = 500
+
+	// AnalyzeAfter is how many rows of one table (deliveries or events) a
+	// run must delete before it refreshes that table's planner statistics
+	// itself (PostgreSQL). Autovacuum analyzes a table only once a tenth of
+	// it has changed, and late on a busy server: after a first purge of
+	// years of history the planner would still believe in millions of
+	// finished rows and could plan the outbox claim (which looks for the few
+	// pending ones) by the wrong index until it caught up. ANALYZE samples a
+	// fixed 30,000 rows whatever the table's size, so it costs less than
+	// the 50 batches such a purge took; below that, the routine runs of a
+	// steady state (a few minutes' worth of deliveries) do not move the
+	// statistics enough to be worth even that.
+	AnalyzeAfter = 50_000
 )
 
 // Stats counts what one run deleted.
@@ -41,6 +54,10 @@ type Purger struct {
 	Retention time.Duration
 	Batch     int
 	Now       func() time.Time
+	// AnalyzeAfter is the per-table threshold of deleted rows above which
+	// a run ends with ANALYZE of the table (AnalyzeAfter by default; tests
+	// lower it).
+	AnalyzeAfter int64
 
 	db   *db.DB
 	log  *slog.Logger
@@ -52,7 +69,7 @@ func New(d *db.DB, retention time.Duration, log *slog.Logger) *Purger {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Purger{Retention: retention, Batch: DefaultBatch, Now: time.Now, db: d, log: log}
+	p := &Purger{Retention: retention, Batch: DefaultBatch, Now: time.Now, AnalyzeAfter: AnalyzeAfter, db: d, log: log}
 	p.loop = janitor.Loop{Interval: Interval, FirstRun: FirstRun, Run: func(ctx context.Context) error {
 		_, err := p.RunOnce(ctx)
 		return err
@@ -65,13 +82,14 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 	before := p.Now().Add(-p.Retention)
 	var st Stats
 	steps := []struct {
-		n     *int64
-		purge func(context.Context, *db.DB, time.Time, int) (int64, error)
+		n       *int64
+		purge   func(context.Context, *db.DB, time.Time, int) (int64, error)
+		analyze string // the table to re-analyze after a large purge
 	}{
 		// Deliveries first: an event goes only once it has none left.
-		{&st.Deliveries, outbox.PurgeDeliveries},
-		{&st.Events, outbox.PurgeEvents},
-		{&st.FetchRequests, acts.PurgeFetchRequests},
+		{&st.Deliveries, outbox.PurgeDeliveries, "deliveries"},
+		{&st.Events, outbox.PurgeEvents, "events"},
+		{&st.FetchRequests, acts.PurgeFetchRequests, ""},
 	}
 	for _, s := range steps {
 		for range MaxBatchesPerRun {
@@ -88,11 +106,36 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 			}
 		}
 	}
+	for _, s := range steps {
+		if s.analyze != "" && *s.n > 0 && *s.n >= p.AnalyzeAfter {
+			p.analyze(ctx, s.analyze, *s.n)
+		}
+	}
 	if st.Total() > 0 {
 		p.log.Info("retention: purged", "older_than", before.UTC().Format(time.RFC3339),
 			"deliveries", st.Deliveries, "events", st.Events, "fetch_requests", st.FetchRequests)
 	}
 	return st, nil
+}
+
+// analyze refreshes table's planner statistics on PostgreSQL after a large
+// purge (see AnalyzeAfter). A failure is logged, not returned: the rows are
+// gone either way, and autovacuum will analyze the table in its own time.
+// SQLite: nothing. The service never runs ANALYZE there, so its planner
+// uses fixed heuristics that deleted rows cannot make stale, and a first
+// ANALYZE would read every row and change the plans of every query.
+func (p *Purger) analyze(ctx context.Context, table string, deleted int64) {
+	if p.db.Dialect != db.Postgres {
+		return
+	}
+	t0 := time.Now()
+	if err := p.db.WithContext(ctx).Exec("ANALYZE " + table).Error; err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("retention: analyze after purge failed", "table", table, "error", err)
+		}
+		return
+	}
+	p.log.Info("retention: analyzed after purge", "table", table, "deleted", deleted, "took", time.Since(t0).Round(time.Millisecond))
 }
 
 // Start runs the purge every Interval in the background until Stop.

@@ -106,3 +106,77 @@ func TestPurgeKeepsWhatIsYoung(t *testing.T) {
 		}
 	})
 }
+
+// A run that deletes at least AnalyzeAfter rows of deliveries (or events)
+// refreshes their planner statistics on PostgreSQL; a smaller one leaves it
+// to autovacuum. analyze_count counts only manual ANALYZEs (autovacuum's go
+// to autoanalyze_count), so the test does not depend on autovacuum's timing.
+// SQLite is left without statistics.
+func TestLargePurgeAnalyzes(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		_, tn := testdb.NewTenant(t, d, "acme")
+		now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+		old := now.Add(-31 * 24 * time.Hour)
+		exec := func(sql string, args ...any) {
+			t.Helper()
+			if err := d.Exec(sql, args...).Error; err != nil {
+				t.Fatalf("%s: %v", sql, err)
+			}
+		}
+		exec("INSERT INTO webhooks (tenant_id, id, event, target, secret_ciphertext, created_by_user_id) VALUES (?, 1, 'act.created', 'https://h.example.com/', 'x', 1)", tn.ID)
+		seed := func(n int) {
+			for range n {
+				ev := uuid.New()
+				exec("INSERT INTO events (tenant_id, id, kind, payload, occurred_at) VALUES (?, ?, 'act.created', '{}', ?)", tn.ID, ev, old)
+				exec("INSERT INTO deliveries (tenant_id, id, webhook_id, event_id, status, created_at, updated_at) VALUES (?, ?, 1, ?, 'succeeded', ?, ?)",
+					tn.ID, uuid.New(), ev, old, old)
+			}
+		}
+		analyzed := func(table string) int64 {
+			t.Helper()
+			var n int64
+			if d.Dialect != db.Postgres {
+				return 0
+			}
+			if err := d.Raw("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = ?", table).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		p := retention.New(d, 30*24*time.Hour, testdb.Logger())
+		p.Now = func() time.Time { return now }
+		p.Batch = 10
+
+		// 30 of each, one short of the threshold: no ANALYZE.
+		seed(30)
+		p.AnalyzeAfter = 31
+		d0, e0 := analyzed("deliveries"), analyzed("events")
+		if st, err := p.RunOnce(ctx); err != nil || st.Deliveries != 30 || st.Events != 30 {
+			t.Fatalf("below the threshold: purged %+v, %v; want 30 deliveries and 30 events", st, err)
+		}
+		if d1, e1 := analyzed("deliveries"), analyzed("events"); d1 != d0 || e1 != e0 {
+			t.Fatalf("below the threshold: deliveries analyzed %d times (was %d), events %d (was %d); want no ANALYZE", d1, d0, e1, e0)
+		}
+
+		// 30 again, now exactly the threshold: both tables analyzed once.
+		seed(30)
+		p.AnalyzeAfter = 30
+		if st, err := p.RunOnce(ctx); err != nil || st.Deliveries != 30 || st.Events != 30 {
+			t.Fatalf("at the threshold: purged %+v, %v; want 30 deliveries and 30 events", st, err)
+		}
+		want := int64(0)
+		if d.Dialect == db.Postgres {
+			want = 1
+		}
+		if d1, e1 := analyzed("deliveries"), analyzed("events"); d1 != d0+want || e1 != e0+want {
+			t.Fatalf("at the threshold: deliveries analyzed %d times (was %d), events %d (was %d); want %d more each", d1, d0, e1, e0, want)
+		}
+		if d.Dialect == db.SQLite {
+			var n int64
+			if err := d.Raw("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").Scan(&n).Error; err != nil || n != 0 {
+				t.Fatalf("SQLite: sqlite_stat1 tables %d (%v); want none, the purge must not ANALYZE", n, err)
+			}
+		}
+	})
+}
