@@ -79,21 +79,31 @@ UPDATE deliveries d SET status = ` + sqlDelivering + `, lease_owner = @owner, le
 FROM pick WHERE d.tenant_id = pick.tenant_id AND d.id = pick.id
 RETURNING d.tenant_id, d.id, d.webhook_id, d.event_id, d.attempts`
 
-// claimSQLite ranks with window functions (SQLite has no LATERAL).
+// claimSQLite does what claimPostgres does without LATERAL, reading only
+// what it needs through the indexes: a correlated IN subquery takes each
+// claimable registration's oldest due rows through deliveries_claim_idx
+// (@cap of them, the most any registration may still take: SQLite's LIMIT
+// cannot read the outer row, so k <= lim trims them to what is left of each
+// cap), and the window functions then rank only those few rows, never the
+// whole backlog. The cost grows with the number of registrations, not with
+// the number of due rows.
 var claimSQLite = `UPDATE deliveries SET status = ` + sqlDelivering + `, lease_owner = @owner, lease_expires_at = @lease, updated_at = @now
-WHERE (tenant_id, id) IN (
-  SELECT tenant_id, id FROM (
-    SELECT tenant_id, id, k, next_attempt_at,
+WHERE rowid IN (
+  WITH room AS MATERIALIZED (` + roomSQL + `),
+  cand AS (
+    SELECT d.rowid AS rid, d.tenant_id, d.id, d.next_attempt_at, r.lim,
+           r.busy + row_number() OVER (PARTITION BY d.tenant_id, d.webhook_id ORDER BY d.next_attempt_at, d.id) AS k
+    FROM room r JOIN deliveries d ON d.rowid IN (
+      SELECT rowid FROM deliveries
+      WHERE tenant_id = r.tenant_id AND webhook_id = r.webhook_id AND ` + dueSQL + `
+      ORDER BY next_attempt_at, id
+      LIMIT @cap)
+    WHERE r.busy < r.lim),
+  ranked AS (
+    SELECT rid, k, next_attempt_at,
            row_number() OVER (PARTITION BY tenant_id ORDER BY k, next_attempt_at, id) AS tk
-    FROM (
-      SELECT d.tenant_id, d.id, d.next_attempt_at, r.lim,
-             r.busy + row_number() OVER (PARTITION BY d.tenant_id, d.webhook_id ORDER BY d.next_attempt_at, d.id) AS k
-      FROM deliveries d
-      JOIN (` + roomSQL + `) r ON r.tenant_id = d.tenant_id AND r.webhook_id = d.webhook_id
-      WHERE ` + dueSQL + `)
-    WHERE k <= lim)
-  ORDER BY tk, k, next_attempt_at
-  LIMIT @n)
+    FROM cand WHERE k <= lim)
+  SELECT rid FROM ranked ORDER BY tk, k, next_attempt_at LIMIT @n)
 RETURNING tenant_id, id, webhook_id, event_id, attempts`
 
 // claimLock is the advisory lock key that serializes claims on PostgreSQL

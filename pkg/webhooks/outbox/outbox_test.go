@@ -18,13 +18,13 @@ import (
 
 // fixture is one tenant with one user.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	d      *db.DB
 	ctx    context.Context
 	userID int64
 }
 
-func newFixture(t *testing.T, d *db.DB) *fixture {
+func newFixture(t testing.TB, d *db.DB) *fixture {
 	t.Helper()
 	ctx, tn := testdb.NewTenant(t, d, "acme")
 	f := &fixture{t: t, d: d, ctx: ctx}
