@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -362,6 +363,20 @@ func TestServeFailures(t *testing.T) {
 		r := exec(t, map[string]string{"FINSVC_DATABASE_URL": u, "FINSVC_LOG_LEVEL": "error", "FINSVC_NO_MIGRATE": "true"}, "serve", "--addr", "127.0.0.1:0")
 		if r.code != 1 || !strings.Contains(r.stderr, "FINSVC_SECRET is required") {
 			t.Errorf("serve on postgres without a secret: %+v", r)
+		}
+		// A direct URL (LISTEN, the migration lock) that does not answer
+		// refuses the start with one line naming the variable.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := l.Addr().String()
+		l.Close()
+		r = exec(t, map[string]string{"FINSVC_DATABASE_URL": u, "FINSVC_SECRET": strings.Repeat("s", 32), "FINSVC_LOG_LEVEL": "info",
+			"FINSVC_DATABASE_DIRECT_URL": "postgres://postgres@" + closed + "/test?sslmode=disable"}, "serve", "--addr", "127.0.0.1:0")
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "finsvc serve: FINSVC_DATABASE_DIRECT_URL: ") || !strings.Contains(lines[0], "connect") {
+			t.Errorf("serve with a closed direct URL: %+v", r)
 		}
 	}
 	r = exec(t, map[string]string{"FINSVC_DATABASE_URL": "mysql://x", "FINSVC_LOG_LEVEL": "error"}, "serve")

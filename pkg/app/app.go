@@ -166,7 +166,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 
 	a.db = o.db
 	if a.db == nil {
-		if a.db, err = openDB(cfg, a.log); err != nil {
+		if a.db, err = OpenDB(context.Background(), cfg, a.log); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, a.db.Close)
@@ -249,17 +249,11 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	return a, nil
 }
 
-// openDB opens the serving pool on FINSVC_DATABASE_URL and migrates. What
+// OpenDB opens the serving pool on FINSVC_DATABASE_URL and migrates. What
 // needs a session of its own (the migration advisory lock, and LISTEN in
 // Start) goes to FINSVC_DATABASE_DIRECT_URL when it is set: behind a
 // transaction pooler such as PgBouncer, session state does not survive a
 // transaction. A direct URL that does not answer refuses the start.
-func openDB(cfg *config.Config, log *slog.Logger) (*db.DB, error) {
-	return OpenDB(context.Background(), cfg, log)
-}
-
-// OpenDB is openDB for the CLI's database commands (one rule for which URL
-// does what).
 func OpenDB(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, error) {
 	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
 	if err != nil {
@@ -277,7 +271,7 @@ func OpenDB(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, 
 	direct, err := db.Open(ctx, cfg.DatabaseDirectURL, "", log)
 	if err != nil {
 		d.Close()
-		return nil, fmt.Errorf("database direct url: %w", err)
+		return nil, fmt.Errorf("FINSVC_DATABASE_DIRECT_URL: %w", err)
 	}
 	defer direct.Close()
 	if !cfg.NoMigrate {

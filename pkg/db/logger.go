@@ -32,8 +32,11 @@ func (l *gormLogger) Warn(ctx context.Context, msg string, _ ...any) {
 	l.log.WarnContext(ctx, msg)
 }
 
+// Error is debug only: gorm reports here errors it also returns (a failed
+// connection at Open, say), and the caller's wrapped error is the one line
+// an operator should see.
 func (l *gormLogger) Error(ctx context.Context, msg string, _ ...any) {
-	l.log.ErrorContext(ctx, msg)
+	l.log.DebugContext(ctx, msg)
 }
 
 func (l *gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
