@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/finsvc/finsvc/pkg/acts"
 	"io"
 	"net/http"
 	"os"
@@ -125,7 +126,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 }
 
 // seedScale grows the big tenant from have to want clients, a fifth as
-// many acts (a quarter of them final, newest first by created_at) and ten
+// many acts (a quarter of them final, numbered in creation order) and ten
 // data points per act, then refreshes the planner's statistics.
 // actUUID is act g's uuid in SQL: deterministic, and a valid version-4
 // UUID (the API's path parameters are validated as such).
@@ -139,11 +140,15 @@ func seedScale(d *gorm.DB, tid int64, have, want int) error {
 		{`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit)
 		 SELECT ?, g, 'Client ' || g, '556' || g, 'SE', 1000 FROM generate_series(?::bigint + 1, ?::bigint) g`,
 			[]any{tid, have, want}},
-		{`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at)
+		{`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, seq)
 		 SELECT ?, ` + actUUID + `, 1 + (g * 7919) % ?::bigint, 1, 'Act ' || g,
-		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, now() - g * interval '1 second'
+		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g
 		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g`,
 			[]any{tid, want, have, want}},
+		// The acts' creation numbers continue after the seeded ones.
+		{`INSERT INTO id_sequences (tenant_id, name, next_id) VALUES (?, '` + acts.SeqName + `', ?::bigint / 5 + 1)
+		 ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = EXCLUDED.next_id`,
+			[]any{tid, want}},
 		{`INSERT INTO data_points (tenant_id, id, act_uuid, template_field_id, position, key, name, type, source, value)
 		 SELECT ?, (g - 1) * 10 + f, ` + actUUID + `, f, f, 'f' || f, 'Field ' || f, 'text', 'manual', 'v' || g
 		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g, generate_series(1, 10) f`,

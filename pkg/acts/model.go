@@ -33,6 +33,9 @@ type Act struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	FinalizedAt *time.Time
+	// Seq is the act's creation number in its tenant: the list's order,
+	// newest first, and the key its deep pages seek by (migration 00080).
+	Seq int64 `gorm:"not null"`
 }
 
 // TableName pins the table.

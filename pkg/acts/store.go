@@ -119,14 +119,11 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 			return err
 		}
 		fields := tpl.Fields
-		now := s.now()
-		a := Act{
-			TenantID: tenant.ID(ctx), UUID: uuid.New(), ClientID: clientID, TemplateID: templateID,
-			Title: title, Status: StatusDraft, CreatedAt: now, UpdatedAt: now,
+		a := Act{TenantID: tenant.ID(ctx), UUID: uuid.New(), ClientID: clientID, TemplateID: templateID, Title: title, Status: StatusDraft}
+		if err := s.insert(tx, &a); err != nil {
+			return err
 		}
-		if err := tx.Create(&a).Error; err != nil {
-			return fmt.Errorf("insert act: %w", err)
-		}
+		now := a.CreatedAt
 		dps := make([]DataPoint, len(fields))
 		for i, f := range fields {
 			dps[i] = DataPoint{
@@ -239,6 +236,32 @@ func latestFetch(ctx context.Context, q *gorm.DB, actUUID uuid.UUID, ids []int64
 	return out, nil
 }
 
+// insert numbers a new act and writes it. The clock is read after the
+// number is taken (the tenant's sequence row stays locked until commit), so
+// that seq order and created_at order agree on one clock.
+func (s *Store) insert(tx *gorm.DB, a *Act) error {
+	seq, err := NextSeq(tx, a.TenantID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	a.Seq, a.CreatedAt, a.UpdatedAt = seq, now, now
+	if err := tx.Create(a).Error; err != nil {
+		return fmt.Errorf("insert act: %w", err)
+	}
+	return nil
+}
+
+// NextSeq allocates the next creation number (Act.Seq) of the tenant's
+// acts. Whatever inserts acts takes their numbers here (a bulk import:
+// db.NextIDs with SeqName), never by hand.
+func NextSeq(tx *gorm.DB, tenantID int64) (int64, error) {
+	return db.NextID(tx, tenantID, SeqName)
+}
+
+// SeqName is the id_sequences name of the acts' creation numbers.
+const SeqName = "acts.seq"
+
 // Filter narrows List.
 type Filter struct {
 	ClientID *int64
@@ -265,11 +288,28 @@ func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, t
 	if pg.Beyond(total) {
 		return out, total, nil
 	}
-	// A deferred join: the page's keys come from an index-only scan of the
-	// list's index (acts_list_idx and the filtered ones, migration 00060),
-	// and only the page's rows are read from the table.
-	keys = keys.Select("uuid").Order("created_at DESC, uuid DESC").Offset(pg.Offset()).Limit(pg.Limit)
-	if err := tenant.Scope(ctx, s.DB.DB).Where("uuid IN (?)", keys).Order("created_at DESC, uuid DESC").Find(&out).Error; err != nil {
+	// Newest first is seq descending (the creation number, migration
+	// 00080). A deep page of the whole list or of one status starts from
+	// the block that holds its first act (counts.SeekNewest); one client's
+	// acts are few and skip directly. Either way the page's keys come from
+	// an index-only scan and only its rows are read from the table (a
+	// deferred join).
+	skip := int64(pg.Offset())
+	if f.ClientID == nil {
+		below, rest, ok, err := counts.SeekNewest(ctx, s.DB.DB, counts.ActBlocks(status), skip)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			return out, total, nil
+		}
+		if below > 0 {
+			keys = keys.Where("seq < ?", below)
+		}
+		skip = rest
+	}
+	keys = keys.Select("uuid").Order("seq DESC").Offset(int(skip)).Limit(pg.Limit)
+	if err := tenant.Scope(ctx, s.DB.DB).Where("uuid IN (?)", keys).Order("seq DESC").Find(&out).Error; err != nil {
 		return nil, 0, err
 	}
 	return out, total, nil
@@ -350,14 +390,11 @@ func (s *Store) Duplicate(ctx context.Context, p *auth.Principal, actUUID uuid.U
 		if err := tenant.Scope(ctx, tx).Where("act_uuid = ?", src.UUID).Order("position, id").Find(&srcData).Error; err != nil {
 			return err
 		}
-		now := s.now()
-		a := Act{
-			TenantID: src.TenantID, UUID: uuid.New(), ClientID: src.ClientID, TemplateID: src.TemplateID,
-			Title: src.Title, Status: StatusDraft, CreatedAt: now, UpdatedAt: now,
+		a := Act{TenantID: src.TenantID, UUID: uuid.New(), ClientID: src.ClientID, TemplateID: src.TemplateID, Title: src.Title, Status: StatusDraft}
+		if err := s.insert(tx, &a); err != nil {
+			return err
 		}
-		if err := tx.Create(&a).Error; err != nil {
-			return fmt.Errorf("insert act: %w", err)
-		}
+		now := a.CreatedAt
 		dps := make([]DataPoint, len(srcData))
 		for i, d := range srcData {
 			dps[i] = DataPoint{

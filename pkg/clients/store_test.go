@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/finsvc/finsvc/pkg/acts"
 	"sync"
 	"testing"
 
@@ -47,9 +48,13 @@ func insertAct(t *testing.T, d *db.DB, ctx context.Context, clientID int64) {
 	}).Error; err != nil {
 		t.Fatal(err)
 	}
+	seq, err := acts.NextSeq(d.DB, tid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Table("acts").Create(map[string]any{
 		"tenant_id": tid, "uuid": uuid.NewString(), "client_id": clientID, "template_id": tplID,
-		"title": "act", "status": "draft",
+		"title": "act", "status": "draft", "seq": seq,
 	}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -375,9 +380,13 @@ func TestDeleteRacesActCreation(t *testing.T) {
 			wg.Go(func() { delErr = s.Delete(ctx, c.ID) })
 			wg.Go(func() {
 				actErr = d.Tx(ctx, func(tx *gorm.DB) error {
+					seq, err := acts.NextSeq(tx, tn.ID)
+					if err != nil {
+						return err
+					}
 					return tx.Table("acts").Create(map[string]any{
 						"tenant_id": tn.ID, "uuid": uuid.NewString(), "client_id": c.ID, "template_id": 1,
-						"title": "act", "status": "draft",
+						"title": "act", "status": "draft", "seq": seq,
 					}).Error
 				})
 			})
@@ -416,9 +425,13 @@ func TestGetInTxHoldsClient(t *testing.T) {
 					return err
 				}
 				wg.Go(func() { delErr = s.Delete(ctx, c.ID) })
+				seq, err := acts.NextSeq(tx, tn.ID)
+				if err != nil {
+					return err
+				}
 				return tx.Table("acts").Create(map[string]any{
 					"tenant_id": tn.ID, "uuid": uuid.NewString(), "client_id": c.ID, "template_id": 1,
-					"title": "act", "status": "draft",
+					"title": "act", "status": "draft", "seq": seq,
 				}).Error
 			})
 			wg.Wait()

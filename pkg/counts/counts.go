@@ -4,7 +4,9 @@
 //
 // A list's total is one primary-key read of list_counts; a deep page of an
 // id-ordered list finds its first row by summing list_blocks (one row per
-// 1,024 ids) instead of reading every row before it. Adding a filter to a
+// 1,024 ids) instead of reading every row before it; acts, listed newest
+// first, do the same from the other end with their seq numbers
+// (SeekNewest). Adding a filter to a
 // list means adding its bucket to the triggers (a migration, both dialects),
 // to Rebuild's queries below, and a Key constructor here.
 package counts
@@ -102,6 +104,38 @@ func Seek(ctx context.Context, q *gorm.DB, kind string, offset int64) (from, ski
 	return rows[0].Block * BlockSize, offset - rows[0].Before, true, nil
 }
 
+// ActBlocks is the list_blocks kind of the acts list, whole or filtered by
+// status (migration 00080): blocks of 1024 of the acts' seq numbers.
+func ActBlocks(status *string) string {
+	if status != nil {
+		return "acts:s:" + *status
+	}
+	return "acts"
+}
+
+// SeekNewest is Seek for a list ordered by its key descending (acts, newest
+// first, by seq): the page is "key < below ORDER BY key DESC OFFSET skip"
+// (below is 0, meaning no bound, for shallow pages).
+func SeekNewest(ctx context.Context, q *gorm.DB, kind string, offset int64) (below, skip int64, ok bool, err error) {
+	if offset < seekFrom {
+		return 0, offset, true, nil
+	}
+	var rows []struct {
+		Block  int64
+		Before int64
+	}
+	err = q.WithContext(ctx).Raw(`SELECT block, cum - n AS before FROM (
+  SELECT block, n, SUM(n) OVER (ORDER BY block DESC) AS cum FROM list_blocks WHERE tenant_id = ? AND kind = ? AND n <> 0
+) b WHERE cum > ? ORDER BY block DESC LIMIT 1`, tenant.ID(ctx), kind, offset).Scan(&rows).Error
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("counts: seek %s to %d: %w", kind, offset, err)
+	}
+	if len(rows) == 0 {
+		return 0, 0, false, nil
+	}
+	return (rows[0].Block + 1) * BlockSize, offset - rows[0].Before, true, nil
+}
+
 // truthCounts and truthBlocks compute, from the rows themselves, what
 // list_counts and list_blocks must hold: the migration's initial fill and
 // Check/Rebuild use the same definitions.
@@ -118,7 +152,9 @@ UNION ALL SELECT tenant_id, 'deliveries', 'w:' || webhook_id, count(*) FROM deli
 
 const truthBlocks = `SELECT tenant_id, 'clients' AS kind, id >> 10 AS block, count(*) AS n FROM clients GROUP BY tenant_id, id >> 10
 UNION ALL SELECT tenant_id, 'templates', id >> 10, count(*) FROM templates GROUP BY tenant_id, id >> 10
-UNION ALL SELECT tenant_id, 'users', id >> 10, count(*) FROM users GROUP BY tenant_id, id >> 10`
+UNION ALL SELECT tenant_id, 'users', id >> 10, count(*) FROM users GROUP BY tenant_id, id >> 10
+UNION ALL SELECT tenant_id, 'acts', seq >> 10, count(*) FROM acts GROUP BY tenant_id, seq >> 10
+UNION ALL SELECT tenant_id, 'acts:s:' || status, seq >> 10, count(*) FROM acts GROUP BY tenant_id, status, seq >> 10`
 
 // counted are the tables the triggers count.
 var counted = []string{"clients", "templates", "users", "acts", "webhooks", "deliveries"}

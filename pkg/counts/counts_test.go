@@ -3,6 +3,7 @@ package counts_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,8 +126,8 @@ func TestActBucketsAndRebuild(t *testing.T) {
 		}
 		for i := range 5 {
 			client := 1 + i%2
-			if err := d.Exec("INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status) VALUES (?, ?, ?, 1, 'a', 'draft')",
-				a.ID, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), client).Error; err != nil {
+			if err := d.Exec("INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, seq) VALUES (?, ?, ?, 1, 'a', 'draft', ?)",
+				a.ID, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), client, i+1).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -208,6 +209,103 @@ func TestSeekMatchesOffset(t *testing.T) {
 		}
 		if _, _, ok, err := counts.Seek(ctx, d.DB, "clients", total); ok || err != nil {
 			t.Fatalf("Seek past the end: ok=%v err=%v", ok, err)
+		}
+	})
+}
+
+// A deep page of the whole act list or of one status, found through the
+// seq blocks, holds exactly what OFFSET over "newest first" holds, after
+// deletes and status changes, with another tenant's acts interleaved; an
+// act without its number is refused on both dialects.
+func TestActPagesMatchOffset(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, a := testdb.NewTenant(t, d, "acme")
+		_, b := testdb.NewTenant(t, d, "other")
+		for _, tid := range []int64{a.ID, b.ID} {
+			insertClients(t, d.DB, tid, 1, 3)
+			if err := d.Exec("INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 't')", tid).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 8,000 acts in multi-row statements (as an import writes them),
+		// interleaved with another tenant's.
+		for from := 0; from < 8000; from += 500 {
+			sql := "INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, seq) VALUES "
+			var args []any
+			for i := from; i < from+500; i++ {
+				if i > from {
+					sql += ", "
+				}
+				st := "draft"
+				if i%2 == 0 {
+					st = "final"
+				}
+				sql += "(?, ?, ?, 1, ?, ?, ?)"
+				args = append(args, a.ID, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), 1+i%3, fmt.Sprintf("a%d", i), st, i+1)
+			}
+			if err := d.Exec(sql, args...).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Exec("INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, seq) VALUES (?, ?, 1, 1, 'b', ?)",
+				b.ID, fmt.Sprintf("00000000-0000-4000-9000-%012d", from), from/500+1).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := d.Exec("INSERT INTO acts (tenant_id, uuid, client_id, template_id, title) VALUES (?, ?, 1, 1, 'no number')",
+			a.ID, "00000000-0000-4000-a000-000000000000").Error
+		if err == nil || !strings.Contains(err.Error(), "seq") {
+			t.Fatalf("an act without seq: %v; want refused", err)
+		}
+		// Holes and moves: a whole block gone, every seventh act deleted,
+		// every eleventh draft finalised.
+		for _, s := range []string{
+			"DELETE FROM acts WHERE tenant_id = ? AND ((seq >= 2048 AND seq < 3072) OR seq % 7 = 0)",
+			"UPDATE acts SET status = 'final' WHERE tenant_id = ? AND status = 'draft' AND seq % 11 = 0",
+		} {
+			if err := d.Exec(s, a.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCheck(t, d)
+		final := "final"
+		for _, status := range []*string{nil, &final} {
+			q := func() *gorm.DB {
+				q := tenant.Scope(ctx, d.DB.Table("acts"))
+				if status != nil {
+					q = q.Where("status = ?", *status)
+				}
+				return q
+			}
+			var total int64
+			q().Count(&total)
+			if total < 2500 {
+				t.Fatalf("status %v: %d acts; the test needs deep pages", status, total)
+			}
+			for _, offset := range []int64{0, 1999, 2000, 2500, total / 2, total - 25, total - 1} {
+				below, skip, ok, err := counts.SeekNewest(ctx, d.DB, counts.ActBlocks(status), offset)
+				if err != nil || !ok {
+					t.Fatalf("SeekNewest(%d) = %v, %v", offset, ok, err)
+				}
+				var got, want []string
+				g := q()
+				if below > 0 {
+					g = g.Where("seq < ?", below)
+				}
+				g.Order("seq DESC").Offset(int(skip)).Limit(25).Pluck("title", &got)
+				q().Order("seq DESC").Offset(int(offset)).Limit(25).Pluck("title", &want)
+				if fmt.Sprint(got) != fmt.Sprint(want) || len(want) == 0 {
+					t.Fatalf("status %v offset %d: seek below %d skip %d gives %v, OFFSET gives %v", status, offset, below, skip, got, want)
+				}
+			}
+			if _, _, ok, err := counts.SeekNewest(ctx, d.DB, counts.ActBlocks(status), total); ok || err != nil {
+				t.Fatalf("SeekNewest past the end: ok=%v err=%v", ok, err)
+			}
+		}
+		// Newest first: the last act inserted heads the list.
+		var head []string
+		tenant.Scope(ctx, d.DB.Table("acts")).Order("seq DESC").Limit(1).Pluck("title", &head)
+		if fmt.Sprint(head) != "[a7999]" {
+			t.Fatalf("newest act %v; want a7999", head)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/finsvc/finsvc/pkg/acts"
 	"net/http"
 	"strings"
 	"testing"
@@ -385,8 +386,12 @@ func insertAct(tb testing.TB, d *db.DB, ctx context.Context, clientID, tplID int
 		tplID = id
 	}
 	u := uuid.NewString()
+	seq, err := acts.NextSeq(d.DB, tid)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	if err := d.Table("acts").Create(map[string]any{
-		"tenant_id": tid, "uuid": u, "client_id": clientID, "template_id": tplID, "title": "act", "status": "draft",
+		"tenant_id": tid, "uuid": u, "client_id": clientID, "template_id": tplID, "title": "act", "status": "draft", "seq": seq,
 	}).Error; err != nil {
 		tb.Fatal(err)
 	}

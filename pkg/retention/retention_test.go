@@ -62,7 +62,7 @@ func TestPurgeKeepsWhatIsYoung(t *testing.T) {
 		exec("INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit) VALUES (?, 1, 'C', '1', 'SE', 0)", tn.ID)
 		exec("INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 'T')", tn.ID)
 		act := uuid.New()
-		exec("INSERT INTO acts (tenant_id, uuid, client_id, template_id, title) VALUES (?, ?, 1, 1, 'A')", tn.ID, act)
+		exec("INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, seq) VALUES (?, ?, 1, 1, 'A', 1)", tn.ID, act)
 		exec("INSERT INTO act_history (tenant_id, id, act_uuid, at, actor_type, actor_id, kind) VALUES (?, 1, ?, ?, 'user', '1', 'act_created')", tn.ID, act, old)
 		for i, exp := range []time.Time{old, old.Add(time.Minute), young, now.Add(time.Hour)} {
 			exec("INSERT INTO fetch_requests (tenant_id, id, act_uuid, requested_by_user_id, requested_at, expires_at) VALUES (?, ?, ?, 1, ?, ?)",

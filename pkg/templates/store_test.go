@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/finsvc/finsvc/pkg/acts"
 	"sync"
 	"testing"
 
@@ -67,8 +68,12 @@ func useTemplate(t *testing.T, d *gorm.DB, ctx context.Context, templateID int64
 		t.Fatal(err)
 	}
 	u := uuid.NewString()
+	seq, err := acts.NextSeq(d, tid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Table("acts").Create(map[string]any{
-		"tenant_id": tid, "uuid": u, "client_id": cid, "template_id": templateID, "title": "t", "status": "draft",
+		"tenant_id": tid, "uuid": u, "client_id": cid, "template_id": templateID, "title": "t", "status": "draft", "seq": seq,
 	}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -363,9 +368,13 @@ func TestPutRacesActCreation(t *testing.T) {
 						return err
 					}
 					snapshot = keys(got)
+					seq, err := acts.NextSeq(tx, tn.ID)
+					if err != nil {
+						return err
+					}
 					return tx.Table("acts").Create(map[string]any{
 						"tenant_id": tn.ID, "uuid": uuid.NewString(), "client_id": 1, "template_id": tpl.ID,
-						"title": "t", "status": "draft",
+						"title": "t", "status": "draft", "seq": seq,
 					}).Error
 				})
 			})
