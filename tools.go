@@ -6,5 +6,9 @@ package tools
 
 import (
 	_ "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen"
+	// The breaking-change gate (openapi/compat) calls oasdiff as a library;
+	// `go tool oasdiff changelog openapi/released/<newest> openapi/finsvc.yaml`
+	// drafts CHANGELOG.md entries with the same version.
+	_ "github.com/oasdiff/oasdiff"
 	_ "honnef.co/go/tools/cmd/staticcheck"
 )

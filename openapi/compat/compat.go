@@ -1,0 +1,162 @@
+// Package compat is the breaking-change gate of the published contract: it
+// compares openapi/finsvc.yaml with the newest released spec kept in
+// openapi/released/ (finsvc-<version>.yaml) using oasdiff's
+// backward-compatibility checks, and refuses any ERR-level change unless the
+// contract's major version went up. .ci/run runs it through cmd/compat;
+// README.md ("Versions and deprecation") states the policy it enforces.
+package compat
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/oasdiff/oasdiff/checker"
+	"github.com/oasdiff/oasdiff/diff"
+	"github.com/oasdiff/oasdiff/load"
+)
+
+// MinSunsetDays is how far ahead (from the day the check runs) the x-sunset
+// date of a newly deprecated operation, parameter or property must lie: the
+// README promises at least six months of notice, and oasdiff reports a
+// deprecation without a sunset date, or with a nearer one, as an error.
+const MinSunsetDays = 180
+
+// Result is the verdict on one pair of specs.
+type Result struct {
+	Released, Current string // info.version of each
+	// Breaking are oasdiff's ERR-level changes, one line each.
+	Breaking []string
+	// Notes are the WARN-level changes: reported, never fatal.
+	Notes []string
+	// MajorBumped is true when Current's major version is greater than
+	// Released's, which is the one case breaking changes are allowed.
+	MajorBumped bool
+}
+
+// OK reports whether the change may land.
+func (r Result) OK() bool { return len(r.Breaking) == 0 || r.MajorBumped }
+
+// Check compares current with released (both OpenAPI documents, YAML or
+// JSON). It fails, rather than passing silently, on a document it cannot
+// load or a version that is not semver, or when current's version is lower
+// than released's.
+func Check(released, current []byte) (Result, error) {
+	base, err := load.NewSpecInfoFromData(openapi3.NewLoader(), released, "released.yaml")
+	if err != nil {
+		return Result{}, fmt.Errorf("load the released spec: %w", err)
+	}
+	rev, err := load.NewSpecInfoFromData(openapi3.NewLoader(), current, "finsvc.yaml")
+	if err != nil {
+		return Result{}, fmt.Errorf("load the current spec: %w", err)
+	}
+	r := Result{Released: version(base.Spec), Current: version(rev.Spec)}
+	rv, err := parseSemver(r.Released)
+	if err != nil {
+		return r, fmt.Errorf("released spec: %w", err)
+	}
+	cv, err := parseSemver(r.Current)
+	if err != nil {
+		return r, fmt.Errorf("current spec: %w", err)
+	}
+	if slices.Compare(cv[:], rv[:]) < 0 {
+		return r, fmt.Errorf("info.version %s is lower than the released %s", r.Current, r.Released)
+	}
+	r.MajorBumped = cv[0] > rv[0]
+
+	d, sources, err := diff.GetWithOperationsSourcesMap(diff.NewConfig(), base, rev)
+	if err != nil {
+		return r, fmt.Errorf("diff: %w", err)
+	}
+	cfg := checker.NewConfig(checker.GetAllChecks(), checker.WithDeprecation(MinSunsetDays, MinSunsetDays))
+	l := checker.NewDefaultLocalizer()
+	for _, c := range checker.CheckBackwardCompatibilityUntilLevel(cfg, d, sources, checker.WARN) {
+		line := c.SingleLineError(l, checker.ColorNever)
+		if c.GetLevel() >= checker.ERR {
+			r.Breaking = append(r.Breaking, line)
+		} else {
+			r.Notes = append(r.Notes, line)
+		}
+	}
+	return r, nil
+}
+
+func version(t *openapi3.T) string {
+	if t.Info == nil {
+		return ""
+	}
+	return t.Info.Version
+}
+
+var semverRe = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+
+// parseSemver accepts MAJOR.MINOR.PATCH only: the contract has no
+// pre-releases, so anything else is a typo that would disarm the gate.
+func parseSemver(v string) ([3]int, error) {
+	m := semverRe.FindStringSubmatch(v)
+	if m == nil {
+		return [3]int{}, fmt.Errorf("info.version %q is not MAJOR.MINOR.PATCH", v)
+	}
+	var out [3]int
+	for i := range out {
+		out[i], _ = strconv.Atoi(m[i+1])
+	}
+	return out, nil
+}
+
+var releasedName = regexp.MustCompile(`^finsvc-(.+)\.yaml$`)
+
+// Newest returns the path of the released spec with the highest version in
+// dir (by the version in its name, finsvc-1.2.0.yaml, not by file dates).
+func Newest(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var best string
+	var bestV [3]int
+	for _, e := range entries {
+		m := releasedName.FindStringSubmatch(e.Name())
+		if e.IsDir() || m == nil {
+			continue
+		}
+		v, err := parseSemver(m[1])
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		if best == "" || slices.Compare(v[:], bestV[:]) > 0 {
+			best, bestV = e.Name(), v
+		}
+	}
+	if best == "" {
+		return "", errors.New("no finsvc-<version>.yaml in " + dir)
+	}
+	return filepath.Join(dir, best), nil
+}
+
+// Report is r as the CI log shows it.
+func (r Result) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "released %s → current %s: %d breaking, %d to review\n", r.Released, r.Current, len(r.Breaking), len(r.Notes))
+	for _, s := range r.Breaking {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
+	for _, s := range r.Notes {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
+	switch {
+	case len(r.Breaking) == 0:
+		b.WriteString("no breaking change\n")
+	case r.MajorBumped:
+		b.WriteString("breaking changes accepted: the major version went up\n")
+	default:
+		b.WriteString("breaking changes need a new major version (and path prefix); make the change additive instead\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,186 @@
+package compat_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/finsvc/finsvc/openapi/compat"
+)
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func released(t *testing.T) []byte {
+	t.Helper()
+	path, err := compat.Newest("../released")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return read(t, path)
+}
+
+// edited is the current spec changed by edit, as JSON (a YAML subset).
+func edited(t *testing.T, edit func(*openapi3.T)) []byte {
+	t.Helper()
+	spec, err := openapi3.NewLoader().LoadFromData(read(t, "../finsvc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(spec)
+	b, err := spec.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func schema(spec *openapi3.T, name string) *openapi3.Schema {
+	return spec.Components.Schemas[name].Value
+}
+
+func removeResponseProperty(spec *openapi3.T) {
+	s := schema(spec, "Client")
+	delete(s.Properties, "org_number")
+	s.Required = without(s.Required, "org_number")
+}
+
+func addRequiredRequestField(spec *openapi3.T) {
+	s := schema(spec, "ClientCreate")
+	s.Properties["vat_number"] = openapi3.NewSchemaRef("", openapi3.NewStringSchema())
+	s.Required = append(s.Required, "vat_number")
+}
+
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestCurrentSpecPasses(t *testing.T) {
+	t.Parallel()
+	r, err := compat.Check(released(t), read(t, "../finsvc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() || len(r.Breaking) != 0 {
+		t.Fatalf("the current spec breaks the released one:\n%s", r.Report())
+	}
+}
+
+func TestGate(t *testing.T) {
+	t.Parallel()
+	inAYear := time.Now().AddDate(1, 0, 0).Format(time.DateOnly)
+	cases := []struct {
+		name string
+		edit func(*openapi3.T)
+		ok   bool
+		want string // an oasdiff rule id among the breaking changes
+	}{
+		{name: "removed response property", edit: removeResponseProperty, want: "response-required-property-removed"},
+		{name: "new required request field", edit: addRequiredRequestField, want: "new-required-request-property"},
+		{name: "removed operation", edit: func(s *openapi3.T) {
+			s.Paths.Value("/api/1.0/clients/{id}").Delete = nil
+		}, want: "api-removed-without-deprecation"},
+		{name: "request property narrowed to an enum", edit: func(s *openapi3.T) {
+			p := schema(s, "ClientCreate").Properties["country"].Value
+			p.Enum = []any{"NO", "SE"}
+		}, want: "request-property-became-enum"},
+		{name: "deprecated without a sunset date", edit: func(s *openapi3.T) {
+			s.Paths.Value("/api/1.0/clients/{id}").Get.Deprecated = true
+		}, want: "api-deprecated-sunset-missing"},
+		{name: "deprecated with a sunset date too soon", edit: func(s *openapi3.T) {
+			op := s.Paths.Value("/api/1.0/clients/{id}").Get
+			op.Deprecated = true
+			op.Extensions = map[string]any{"x-sunset": time.Now().AddDate(0, 1, 0).Format(time.DateOnly)}
+		}, want: "api-sunset-date-too-small"},
+
+		{name: "new optional request field and response field", ok: true, edit: func(s *openapi3.T) {
+			schema(s, "ClientCreate").Properties["vat_number"] = openapi3.NewSchemaRef("", openapi3.NewStringSchema())
+			schema(s, "Client").Properties["vat_number"] = openapi3.NewSchemaRef("", openapi3.NewStringSchema())
+		}},
+		{name: "new operation", ok: true, edit: func(s *openapi3.T) {
+			get := s.Paths.Value("/api/1.0/clients/{id}").Get
+			op := *get
+			op.OperationID = "getClientSummary"
+			s.Paths.Set("/api/1.0/clients/{id}/summary", &openapi3.PathItem{Get: &op})
+			s.Info.Version = "1.1.0"
+		}},
+		{name: "deprecated with a sunset date six months on", ok: true, edit: func(s *openapi3.T) {
+			op := s.Paths.Value("/api/1.0/clients/{id}").Get
+			op.Deprecated = true
+			op.Extensions = map[string]any{"x-sunset": inAYear}
+		}},
+		{name: "breaking with a new major version", ok: true, want: "response-required-property-removed", edit: func(s *openapi3.T) {
+			removeResponseProperty(s)
+			s.Info.Version = "2.0.0"
+		}},
+	}
+	base := released(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := compat.Check(base, edited(t, c.edit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.OK() != c.ok {
+				t.Fatalf("OK() = %v, want %v:\n%s", r.OK(), c.ok, r.Report())
+			}
+			if c.want == "" {
+				if len(r.Breaking) != 0 {
+					t.Fatalf("an additive change reported as breaking:\n%s", r.Report())
+				}
+				return
+			}
+			if !strings.Contains(strings.Join(r.Breaking, "\n"), "["+c.want+"]") {
+				t.Fatalf("no %s among the breaking changes:\n%s", c.want, r.Report())
+			}
+		})
+	}
+}
+
+func TestVersionErrors(t *testing.T) {
+	t.Parallel()
+	base := released(t)
+	for v, want := range map[string]string{
+		"1.0":    "not MAJOR.MINOR.PATCH",
+		"v1.1.0": "not MAJOR.MINOR.PATCH",
+		"0.9.0":  "lower than the released",
+	} {
+		_, err := compat.Check(base, edited(t, func(s *openapi3.T) { s.Info.Version = v }))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("version %s: err = %v, want %q", v, err, want)
+		}
+	}
+}
+
+func TestNewest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"finsvc-1.2.0.yaml", "finsvc-1.10.0.yaml", "finsvc-1.9.3.yaml", "README.md"} {
+		if err := os.WriteFile(dir+"/"+name, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := compat.Newest(dir)
+	if err != nil || !strings.HasSuffix(got, "finsvc-1.10.0.yaml") {
+		t.Fatalf("Newest = %q, %v; want finsvc-1.10.0.yaml (by version, not by name)", got, err)
+	}
+	if _, err := compat.Newest(t.TempDir()); err == nil {
+		t.Fatal("an empty directory gave no error")
+	}
+}
