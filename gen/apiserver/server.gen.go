@@ -23,7 +23,7 @@ type ServerInterface interface {
 	ListActs(ctx echo.Context, params ListActsParams) error
 	// CreateAct Create an act
 	// (POST /api/1.0/acts)
-	CreateAct(ctx echo.Context) error
+	CreateAct(ctx echo.Context, params CreateActParams) error
 	// DeleteAct Delete a draft act
 	// (DELETE /api/1.0/acts/{act_uuid})
 	DeleteAct(ctx echo.Context, actUuid ActUuid) error
@@ -41,16 +41,16 @@ type ServerInterface interface {
 	PutActDataPoint(ctx echo.Context, actUuid ActUuid, dataId int64) error
 	// DuplicateAct Duplicate an act
 	// (POST /api/1.0/acts/{act_uuid}/duplicate)
-	DuplicateAct(ctx echo.Context, actUuid ActUuid) error
+	DuplicateAct(ctx echo.Context, actUuid ActUuid, params DuplicateActParams) error
 	// CreateFetchRequest Request a refresh of data points
 	// (POST /api/1.0/acts/{act_uuid}/fetch-requests)
-	CreateFetchRequest(ctx echo.Context, actUuid ActUuid) error
+	CreateFetchRequest(ctx echo.Context, actUuid ActUuid, params CreateFetchRequestParams) error
 	// GetFetchRequest Get a fetch request
 	// (GET /api/1.0/acts/{act_uuid}/fetch-requests/{fetch_request_id})
 	GetFetchRequest(ctx echo.Context, actUuid ActUuid, fetchRequestId openapi_types.UUID) error
 	// FinalizeAct Finalize an act
 	// (POST /api/1.0/acts/{act_uuid}/finalize)
-	FinalizeAct(ctx echo.Context, actUuid ActUuid) error
+	FinalizeAct(ctx echo.Context, actUuid ActUuid, params FinalizeActParams) error
 	// ListActHistory List an act's history
 	// (GET /api/1.0/acts/{act_uuid}/history)
 	ListActHistory(ctx echo.Context, actUuid ActUuid, params ListActHistoryParams) error
@@ -59,7 +59,7 @@ type ServerInterface interface {
 	ListClients(ctx echo.Context, params ListClientsParams) error
 	// CreateClient Create a client
 	// (POST /api/1.0/clients)
-	CreateClient(ctx echo.Context) error
+	CreateClient(ctx echo.Context, params CreateClientParams) error
 	// DeleteClient Delete a client
 	// (DELETE /api/1.0/clients/{id})
 	DeleteClient(ctx echo.Context, id ClientId) error
@@ -80,7 +80,7 @@ type ServerInterface interface {
 	ListTemplates(ctx echo.Context, params ListTemplatesParams) error
 	// CreateTemplate Create a template
 	// (POST /api/1.0/templates)
-	CreateTemplate(ctx echo.Context) error
+	CreateTemplate(ctx echo.Context, params CreateTemplateParams) error
 	// GetTemplate Get a template
 	// (GET /api/1.0/templates/{id})
 	GetTemplate(ctx echo.Context, id TemplateId) error
@@ -95,7 +95,7 @@ type ServerInterface interface {
 	ListWebhooks(ctx echo.Context, params ListWebhooksParams) error
 	// CreateWebhook Register a webhook
 	// (POST /api/1.0/webhooks)
-	CreateWebhook(ctx echo.Context) error
+	CreateWebhook(ctx echo.Context, params CreateWebhookParams) error
 	// DeleteWebhook Delete a webhook registration
 	// (DELETE /api/1.0/webhooks/{id})
 	DeleteWebhook(ctx echo.Context, id WebhookId) error
@@ -110,10 +110,10 @@ type ServerInterface interface {
 	ListWebhookDeliveries(ctx echo.Context, id WebhookId, params ListWebhookDeliveriesParams) error
 	// RedeliverWebhookDelivery Redeliver an event
 	// (POST /api/1.0/webhooks/{id}/deliveries/{delivery_id}/redeliver)
-	RedeliverWebhookDelivery(ctx echo.Context, id WebhookId, deliveryId openapi_types.UUID) error
+	RedeliverWebhookDelivery(ctx echo.Context, id WebhookId, deliveryId openapi_types.UUID, params RedeliverWebhookDeliveryParams) error
 	// RotateWebhookSecret Rotate a webhook secret
 	// (POST /api/1.0/webhooks/{id}/rotate-secret)
-	RotateWebhookSecret(ctx echo.Context, id WebhookId) error
+	RotateWebhookSecret(ctx echo.Context, id WebhookId, params RotateWebhookSecretParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -164,8 +164,28 @@ func (w *ServerInterfaceWrapper) ListActs(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateAct(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateActParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateAct(ctx)
+	err = w.Handler.CreateAct(ctx, params)
 	return err
 }
 
@@ -268,8 +288,28 @@ func (w *ServerInterfaceWrapper) DuplicateAct(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter act_uuid: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DuplicateActParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.DuplicateAct(ctx, actUuid)
+	err = w.Handler.DuplicateAct(ctx, actUuid, params)
 	return err
 }
 
@@ -284,8 +324,28 @@ func (w *ServerInterfaceWrapper) CreateFetchRequest(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter act_uuid: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateFetchRequestParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateFetchRequest(ctx, actUuid)
+	err = w.Handler.CreateFetchRequest(ctx, actUuid, params)
 	return err
 }
 
@@ -324,8 +384,28 @@ func (w *ServerInterfaceWrapper) FinalizeAct(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter act_uuid: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FinalizeActParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.FinalizeAct(ctx, actUuid)
+	err = w.Handler.FinalizeAct(ctx, actUuid, params)
 	return err
 }
 
@@ -390,8 +470,28 @@ func (w *ServerInterfaceWrapper) ListClients(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateClient(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateClientParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateClient(ctx)
+	err = w.Handler.CreateClient(ctx, params)
 	return err
 }
 
@@ -497,8 +597,28 @@ func (w *ServerInterfaceWrapper) ListTemplates(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateTemplate(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTemplateParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateTemplate(ctx)
+	err = w.Handler.CreateTemplate(ctx, params)
 	return err
 }
 
@@ -588,8 +708,28 @@ func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateWebhook(ctx)
+	err = w.Handler.CreateWebhook(ctx, params)
 	return err
 }
 
@@ -692,8 +832,28 @@ func (w *ServerInterfaceWrapper) RedeliverWebhookDelivery(ctx echo.Context) erro
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter delivery_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RedeliverWebhookDeliveryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RedeliverWebhookDelivery(ctx, id, deliveryId)
+	err = w.Handler.RedeliverWebhookDelivery(ctx, id, deliveryId, params)
 	return err
 }
 
@@ -708,8 +868,28 @@ func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RotateWebhookSecret(ctx, id)
+	err = w.Handler.RotateWebhookSecret(ctx, id, params)
 	return err
 }
 
@@ -1225,7 +1405,8 @@ func (response ListActsdefaultJSONResponse) VisitListActsResponse(w http.Respons
 }
 
 type CreateActRequestObject struct {
-	Body *CreateActJSONRequestBody
+	Params CreateActParams
+	Body   *CreateActJSONRequestBody
 }
 
 type CreateActResponseObject interface {
@@ -1291,6 +1472,20 @@ func (response CreateAct403JSONResponse) VisitCreateActResponse(w http.ResponseW
 	return err
 }
 
+type CreateAct409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateAct409JSONResponse) VisitCreateActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateAct413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateAct413JSONResponse) VisitCreateActResponse(w http.ResponseWriter) error {
@@ -1301,6 +1496,20 @@ func (response CreateAct413JSONResponse) VisitCreateActResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAct422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response CreateAct422JSONResponse) VisitCreateActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2012,6 +2221,7 @@ func (response PutActDataPointdefaultJSONResponse) VisitPutActDataPointResponse(
 
 type DuplicateActRequestObject struct {
 	ActUuid ActUuid `json:"act_uuid"`
+	Params  DuplicateActParams
 }
 
 type DuplicateActResponseObject interface {
@@ -2091,6 +2301,34 @@ func (response DuplicateAct404JSONResponse) VisitDuplicateActResponse(w http.Res
 	return err
 }
 
+type DuplicateAct409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DuplicateAct409JSONResponse) VisitDuplicateActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DuplicateAct422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response DuplicateAct422JSONResponse) VisitDuplicateActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DuplicateAct429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response DuplicateAct429JSONResponse) VisitDuplicateActResponse(w http.ResponseWriter) error {
@@ -2127,6 +2365,7 @@ func (response DuplicateActdefaultJSONResponse) VisitDuplicateActResponse(w http
 
 type CreateFetchRequestRequestObject struct {
 	ActUuid ActUuid `json:"act_uuid"`
+	Params  CreateFetchRequestParams
 	Body    *CreateFetchRequestJSONRequestBody
 }
 
@@ -2207,6 +2446,20 @@ func (response CreateFetchRequest404JSONResponse) VisitCreateFetchRequestRespons
 	return err
 }
 
+type CreateFetchRequest409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateFetchRequest409JSONResponse) VisitCreateFetchRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateFetchRequest413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateFetchRequest413JSONResponse) VisitCreateFetchRequestResponse(w http.ResponseWriter) error {
@@ -2217,6 +2470,20 @@ func (response CreateFetchRequest413JSONResponse) VisitCreateFetchRequestRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFetchRequest422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response CreateFetchRequest422JSONResponse) VisitCreateFetchRequestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2373,6 +2640,7 @@ func (response GetFetchRequestdefaultJSONResponse) VisitGetFetchRequestResponse(
 
 type FinalizeActRequestObject struct {
 	ActUuid ActUuid `json:"act_uuid"`
+	Params  FinalizeActParams
 }
 
 type FinalizeActResponseObject interface {
@@ -2448,6 +2716,34 @@ func (response FinalizeAct404JSONResponse) VisitFinalizeActResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizeAct409JSONResponse struct{ ConflictJSONResponse }
+
+func (response FinalizeAct409JSONResponse) VisitFinalizeActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinalizeAct422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response FinalizeAct422JSONResponse) VisitFinalizeActResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2704,7 +3000,8 @@ func (response ListClientsdefaultJSONResponse) VisitListClientsResponse(w http.R
 }
 
 type CreateClientRequestObject struct {
-	Body *CreateClientJSONRequestBody
+	Params CreateClientParams
+	Body   *CreateClientJSONRequestBody
 }
 
 type CreateClientResponseObject interface {
@@ -2770,6 +3067,20 @@ func (response CreateClient403JSONResponse) VisitCreateClientResponse(w http.Res
 	return err
 }
 
+type CreateClient409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateClient409JSONResponse) VisitCreateClientResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateClient413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateClient413JSONResponse) VisitCreateClientResponse(w http.ResponseWriter) error {
@@ -2780,6 +3091,20 @@ func (response CreateClient413JSONResponse) VisitCreateClientResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateClient422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response CreateClient422JSONResponse) VisitCreateClientResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3461,7 +3786,8 @@ func (response ListTemplatesdefaultJSONResponse) VisitListTemplatesResponse(w ht
 }
 
 type CreateTemplateRequestObject struct {
-	Body *CreateTemplateJSONRequestBody
+	Params CreateTemplateParams
+	Body   *CreateTemplateJSONRequestBody
 }
 
 type CreateTemplateResponseObject interface {
@@ -3527,6 +3853,20 @@ func (response CreateTemplate403JSONResponse) VisitCreateTemplateResponse(w http
 	return err
 }
 
+type CreateTemplate409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateTemplate409JSONResponse) VisitCreateTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTemplate413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateTemplate413JSONResponse) VisitCreateTemplateResponse(w http.ResponseWriter) error {
@@ -3537,6 +3877,20 @@ func (response CreateTemplate413JSONResponse) VisitCreateTemplateResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTemplate422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response CreateTemplate422JSONResponse) VisitCreateTemplateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4037,7 +4391,8 @@ func (response ListWebhooksdefaultJSONResponse) VisitListWebhooksResponse(w http
 }
 
 type CreateWebhookRequestObject struct {
-	Body *CreateWebhookJSONRequestBody
+	Params CreateWebhookParams
+	Body   *CreateWebhookJSONRequestBody
 }
 
 type CreateWebhookResponseObject interface {
@@ -4103,6 +4458,20 @@ func (response CreateWebhook403JSONResponse) VisitCreateWebhookResponse(w http.R
 	return err
 }
 
+type CreateWebhook409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateWebhook409JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateWebhook413JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
@@ -4113,6 +4482,20 @@ func (response CreateWebhook413JSONResponse) VisitCreateWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response CreateWebhook422JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4624,6 +5007,7 @@ func (response ListWebhookDeliveriesdefaultJSONResponse) VisitListWebhookDeliver
 type RedeliverWebhookDeliveryRequestObject struct {
 	Id         WebhookId          `json:"id"`
 	DeliveryId openapi_types.UUID `json:"delivery_id"`
+	Params     RedeliverWebhookDeliveryParams
 }
 
 type RedeliverWebhookDeliveryResponseObject interface {
@@ -4703,6 +5087,34 @@ func (response RedeliverWebhookDelivery404JSONResponse) VisitRedeliverWebhookDel
 	return err
 }
 
+type RedeliverWebhookDelivery409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RedeliverWebhookDelivery409JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookDelivery422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response RedeliverWebhookDelivery422JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RedeliverWebhookDelivery429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response RedeliverWebhookDelivery429JSONResponse) VisitRedeliverWebhookDeliveryResponse(w http.ResponseWriter) error {
@@ -4738,7 +5150,8 @@ func (response RedeliverWebhookDeliverydefaultJSONResponse) VisitRedeliverWebhoo
 }
 
 type RotateWebhookSecretRequestObject struct {
-	Id WebhookId `json:"id"`
+	Id     WebhookId `json:"id"`
+	Params RotateWebhookSecretParams
 }
 
 type RotateWebhookSecretResponseObject interface {
@@ -4814,6 +5227,34 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RotateWebhookSecret409JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret422JSONResponse struct{ UnprocessableJSONResponse }
+
+func (response RotateWebhookSecret422JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4990,8 +5431,10 @@ func (sh *strictHandler) ListActs(ctx echo.Context, params ListActsParams) error
 }
 
 // CreateAct operation middleware
-func (sh *strictHandler) CreateAct(ctx echo.Context) error {
+func (sh *strictHandler) CreateAct(ctx echo.Context, params CreateActParams) error {
 	var request CreateActRequestObject
+
+	request.Params = params
 
 	var body CreateActJSONRequestBody
 	var err error
@@ -5231,10 +5674,11 @@ func (sh *strictHandler) PutActDataPoint(ctx echo.Context, actUuid ActUuid, data
 }
 
 // DuplicateAct operation middleware
-func (sh *strictHandler) DuplicateAct(ctx echo.Context, actUuid ActUuid) error {
+func (sh *strictHandler) DuplicateAct(ctx echo.Context, actUuid ActUuid, params DuplicateActParams) error {
 	var request DuplicateActRequestObject
 
 	request.ActUuid = actUuid
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.DuplicateAct(ctx.Request().Context(), request.(DuplicateActRequestObject))
@@ -5256,10 +5700,11 @@ func (sh *strictHandler) DuplicateAct(ctx echo.Context, actUuid ActUuid) error {
 }
 
 // CreateFetchRequest operation middleware
-func (sh *strictHandler) CreateFetchRequest(ctx echo.Context, actUuid ActUuid) error {
+func (sh *strictHandler) CreateFetchRequest(ctx echo.Context, actUuid ActUuid, params CreateFetchRequestParams) error {
 	var request CreateFetchRequestRequestObject
 
 	request.ActUuid = actUuid
+	request.Params = params
 
 	var body CreateFetchRequestJSONRequestBody
 	var err error
@@ -5330,10 +5775,11 @@ func (sh *strictHandler) GetFetchRequest(ctx echo.Context, actUuid ActUuid, fetc
 }
 
 // FinalizeAct operation middleware
-func (sh *strictHandler) FinalizeAct(ctx echo.Context, actUuid ActUuid) error {
+func (sh *strictHandler) FinalizeAct(ctx echo.Context, actUuid ActUuid, params FinalizeActParams) error {
 	var request FinalizeActRequestObject
 
 	request.ActUuid = actUuid
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.FinalizeAct(ctx.Request().Context(), request.(FinalizeActRequestObject))
@@ -5406,8 +5852,10 @@ func (sh *strictHandler) ListClients(ctx echo.Context, params ListClientsParams)
 }
 
 // CreateClient operation middleware
-func (sh *strictHandler) CreateClient(ctx echo.Context) error {
+func (sh *strictHandler) CreateClient(ctx echo.Context, params CreateClientParams) error {
 	var request CreateClientRequestObject
+
+	request.Params = params
 
 	var body CreateClientJSONRequestBody
 	var err error
@@ -5623,8 +6071,10 @@ func (sh *strictHandler) ListTemplates(ctx echo.Context, params ListTemplatesPar
 }
 
 // CreateTemplate operation middleware
-func (sh *strictHandler) CreateTemplate(ctx echo.Context) error {
+func (sh *strictHandler) CreateTemplate(ctx echo.Context, params CreateTemplateParams) error {
 	var request CreateTemplateRequestObject
+
+	request.Params = params
 
 	var body CreateTemplateJSONRequestBody
 	var err error
@@ -5792,8 +6242,10 @@ func (sh *strictHandler) ListWebhooks(ctx echo.Context, params ListWebhooksParam
 }
 
 // CreateWebhook operation middleware
-func (sh *strictHandler) CreateWebhook(ctx echo.Context) error {
+func (sh *strictHandler) CreateWebhook(ctx echo.Context, params CreateWebhookParams) error {
 	var request CreateWebhookRequestObject
+
+	request.Params = params
 
 	var body CreateWebhookJSONRequestBody
 	var err error
@@ -5962,11 +6414,12 @@ func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, id WebhookId, p
 }
 
 // RedeliverWebhookDelivery operation middleware
-func (sh *strictHandler) RedeliverWebhookDelivery(ctx echo.Context, id WebhookId, deliveryId openapi_types.UUID) error {
+func (sh *strictHandler) RedeliverWebhookDelivery(ctx echo.Context, id WebhookId, deliveryId openapi_types.UUID, params RedeliverWebhookDeliveryParams) error {
 	var request RedeliverWebhookDeliveryRequestObject
 
 	request.Id = id
 	request.DeliveryId = deliveryId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RedeliverWebhookDelivery(ctx.Request().Context(), request.(RedeliverWebhookDeliveryRequestObject))
@@ -5988,10 +6441,11 @@ func (sh *strictHandler) RedeliverWebhookDelivery(ctx echo.Context, id WebhookId
 }
 
 // RotateWebhookSecret operation middleware
-func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id WebhookId) error {
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, id WebhookId, params RotateWebhookSecretParams) error {
 	var request RotateWebhookSecretRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))

@@ -1563,6 +1563,9 @@ type ActUuid = openapi_types.UUID
 // ClientId defines model for ClientId.
 type ClientId = int64
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -1629,6 +1632,50 @@ type ListActsParams struct {
 	Status *ActStatus `form:"status,omitempty" json:"status,omitempty"`
 }
 
+// CreateActParams defines parameters for CreateAct.
+type CreateActParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DuplicateActParams defines parameters for DuplicateAct.
+type DuplicateActParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateFetchRequestParams defines parameters for CreateFetchRequest.
+type CreateFetchRequestParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FinalizeActParams defines parameters for FinalizeAct.
+type FinalizeActParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListActHistoryParams defines parameters for ListActHistory.
 type ListActHistoryParams struct {
 	// Page Page number, from 1.
@@ -1647,6 +1694,17 @@ type ListClientsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// CreateClientParams defines parameters for CreateClient.
+type CreateClientParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListTemplatesParams defines parameters for ListTemplates.
 type ListTemplatesParams struct {
 	// Page Page number, from 1.
@@ -1654,6 +1712,17 @@ type ListTemplatesParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateTemplateParams defines parameters for CreateTemplate.
+type CreateTemplateParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListUsersParams defines parameters for ListUsers.
@@ -1674,6 +1743,17 @@ type ListWebhooksParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// CreateWebhookParams defines parameters for CreateWebhook.
+type CreateWebhookParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
 type ListWebhookDeliveriesParams struct {
 	// Page Page number, from 1.
@@ -1681,6 +1761,28 @@ type ListWebhookDeliveriesParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// RedeliverWebhookDeliveryParams defines parameters for RedeliverWebhookDelivery.
+type RedeliverWebhookDeliveryParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // AuthorizeParams defines parameters for Authorize.

@@ -195,8 +195,20 @@ func (te *TenantEnv) Do(method, path, token string, body any) *Response {
 	return te.Env.Do(te.Host, method, path, token, body)
 }
 
+// DoHeader is Do with extra request headers.
+func (te *TenantEnv) DoHeader(method, path, token string, body any, h http.Header) *Response {
+	te.T.Helper()
+	return te.Env.DoHeader(te.Host, method, path, token, body, h)
+}
+
 // Do sends a request with the given Host.
 func (e *Env) Do(host, method, path, token string, body any) *Response {
+	e.T.Helper()
+	return e.DoHeader(host, method, path, token, body, nil)
+}
+
+// DoHeader is Do with extra request headers.
+func (e *Env) DoHeader(host, method, path, token string, body any, h http.Header) *Response {
 	e.T.Helper()
 	var r io.Reader
 	ct := ""
@@ -223,6 +235,9 @@ func (e *Env) Do(host, method, path, token string, body any) *Response {
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range h {
+		req.Header[http.CanonicalHeaderKey(k)] = v
 	}
 	return e.Send(host, req)
 }

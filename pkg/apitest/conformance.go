@@ -98,7 +98,7 @@ func ValidateResponse(req *http.Request, resp *http.Response, body []byte) error
 // responses it does not otherwise describe; the document must declare each
 // one on every response that carries it (validators ignore undeclared
 // headers, so without this check the document could stay silent about them).
-var middlewareHeaders = []string{"request_id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"}
+var middlewareHeaders = []string{"request_id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "Idempotent-Replayed"}
 
 func undeclaredHeaders(op *openapi3.Operation, resp *http.Response) error {
 	ref := op.Responses.Status(resp.StatusCode)

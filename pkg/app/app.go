@@ -41,6 +41,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/docs"
 	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/idempotency"
 	"github.com/finsvc/finsvc/pkg/metrics"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/ratelimit"
@@ -239,9 +240,10 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		},
 		// Only an authenticated caller spends its tenant's budget; the
 		// bearer check and the token endpoints charge it.
-		Budget:     limiter,
-		Middleware: []echo.MiddlewareFunc{a.metrics.Middleware()},
-		Routes:     []func(*echo.Echo){a.oauth.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
+		Budget:      limiter,
+		Idempotency: idempotency.New(a.db, o.now),
+		Middleware:  []echo.MiddlewareFunc{a.metrics.Middleware()},
+		Routes:      []func(*echo.Echo){a.oauth.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
 	})
 	if err != nil {
 		return nil, err

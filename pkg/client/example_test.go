@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"github.com/google/uuid"
 	"log"
 	"os"
 	"testing"
@@ -36,7 +37,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	created, err := c.CreateClientWithResponse(ctx, models.ClientCreate{
+	// One key per logical request, reused by its retries: a retry after a
+	// lost answer gets the stored 201 instead of a second client.
+	key := uuid.NewString()
+	created, err := c.CreateClientWithResponse(ctx, &models.CreateClientParams{IdempotencyKey: &key}, models.ClientCreate{
 		CompanyName: "Nordic Timber AS", OrgNumber: "923456781", Country: "NO",
 		CreditLimit: money.MustParse("12345678901234567.89"),
 	})

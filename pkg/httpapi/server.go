@@ -9,7 +9,8 @@
 //	request id → access log → recover → body limit → tenant (from Host)
 //	  → Deps.Middleware (metrics, rate limit)
 //	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
-//	    request validation → authorization (operation's scopes and role)
+//	    request validation → idempotency keys (POST) → authorization
+//	    (operation's scopes and role)
 //	  → handler
 //
 // Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
@@ -78,6 +79,9 @@ type Deps struct {
 	// Budget charges requests to the rate limits (pkg/ratelimit); nil
 	// limits nothing.
 	Budget Budget
+	// Idempotency keeps the results of POSTs sent with an
+	// Idempotency-Key (pkg/idempotency); nil ignores the header.
+	Idempotency IdempotencyStore
 
 	// Middleware runs, in order, after tenant resolution on every tenant
 	// route and on the operational endpoints (metrics, then the rate limit).
@@ -155,7 +159,7 @@ func New(deps Deps) (http.Handler, error) {
 	if budget == nil {
 		budget = noBudget{}
 	}
-	apiGroup := e.Group("", bearerAuth(deps.Auth, budget), textGuard, validator)
+	apiGroup := e.Group("", bearerAuth(deps.Auth, budget), textGuard, validator, idempotent(deps.Idempotency, deps.Logger))
 	apiserver.RegisterHandlers(apiGroup, strict)
 
 	registerOperational(e, deps)

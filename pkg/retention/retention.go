@@ -1,8 +1,9 @@
 // Package retention deletes what the service no longer needs once it is
 // older than the retention period (FINSVC_EVENT_RETENTION): finished
 // webhook deliveries, then events left without deliveries, and expired
-// fetch requests with their field rows. Pending deliveries are never
-// purged, and act history (business data) never is.
+// fetch requests with their field rows; and, on their own clock, expired
+// Idempotency-Key results (kept for idempotency.TTL). Pending deliveries
+// are never purged, and act history (business data) never is.
 package retention
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/idempotency"
 	"github.com/finsvc/finsvc/pkg/janitor"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
@@ -41,11 +43,13 @@ const (
 
 // Stats counts what one run deleted.
 type Stats struct {
-	Deliveries, Events, FetchRequests int64
+	Deliveries, Events, FetchRequests, IdempotencyKeys int64
 }
 
 // Total is the number of rows deleted.
-func (s Stats) Total() int64 { return s.Deliveries + s.Events + s.FetchRequests }
+func (s Stats) Total() int64 {
+	return s.Deliveries + s.Events + s.FetchRequests + s.IdempotencyKeys
+}
 
 // Purger deletes, in batches, rows older than Retention. Every replica may
 // run one: on PostgreSQL concurrent batches skip each other's rows (FOR
@@ -90,6 +94,10 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 		{&st.Deliveries, outbox.PurgeDeliveries, "deliveries"},
 		{&st.Events, outbox.PurgeEvents, "events"},
 		{&st.FetchRequests, acts.PurgeFetchRequests, ""},
+		// Keys expire by their own TTL, not the retention period.
+		{&st.IdempotencyKeys, func(ctx context.Context, d *db.DB, _ time.Time, n int) (int64, error) {
+			return idempotency.Purge(ctx, d, p.Now(), n)
+		}, ""},
 	}
 	for _, s := range steps {
 		for range MaxBatchesPerRun {
@@ -113,7 +121,8 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 	}
 	if st.Total() > 0 {
 		p.log.Info("retention: purged", "older_than", before.UTC().Format(time.RFC3339),
-			"deliveries", st.Deliveries, "events", st.Events, "fetch_requests", st.FetchRequests)
+			"deliveries", st.Deliveries, "events", st.Events, "fetch_requests", st.FetchRequests,
+			"idempotency_keys", st.IdempotencyKeys)
 	}
 	return st, nil
 }
