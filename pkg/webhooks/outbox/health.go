@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/webhooks/retry"
 )
 
 // Endpoint health: a circuit breaker per registration (issue 19). This is
@@ -22,15 +23,30 @@ import (
 //     further failure doubles the pause, from BreakerBase up to BreakerMax.
 //   - When the pause is over the circuit is half-open: the claim allows one
 //     attempt in flight (a probe) until a success closes it.
-//   - A registration whose every attempt has failed for AutoDisableAfter
-//     (failing_since, the first failure since the last success) is disabled
-//     (RecordHealth reports it; the worker disables it with
-//     registry.Disable).
+//   - A registration whose every attempt has failed for AutoDisableAfter is
+//     disabled (RecordHealth reports it; the worker disables it with
+//     registry.Disable). What counts is one continuous run of failures:
+//     failing_since is the first failure of the current run, and a run
+//     ends not only at a success but also at a gap of more than
+//     FailureRunGap since the previous failure (last_failure_at). The next
+//     failure then starts a new run (failing_since = now, one consecutive
+//     failure). Without the gap rule an endpoint that failed once, got no
+//     traffic for 5 days and then failed once more would be disabled after
+//     two failures: failing_since measured the time since the last
+//     success, not how long the endpoint had been failing.
 const (
 	TripAfter        = 3
 	BreakerBase      = 30 * time.Second
 	BreakerMax       = 10 * time.Minute
 	AutoDisableAfter = 5 * 24 * time.Hour
+	// FailureRunGap is longer than any wait between two attempts of a
+	// registration whose deliveries keep failing: a failed delivery's next
+	// attempt is at most retry.MaxRetryAfter (24 h) away (a Retry-After at
+	// its cap; the schedule's longest step, jitter included, is shorter),
+	// the open circuit adds at most BreakerMax, and an hour covers the
+	// attempt itself and a busy worker. A longer gap means the registration
+	// had nothing to deliver, not that it kept failing.
+	FailureRunGap = retry.MaxRetryAfter + BreakerMax + time.Hour
 )
 
 // AutoDisableReason is the disabled_reason of a registration disabled
@@ -103,10 +119,15 @@ WHERE tenant_id = ? AND id = ? AND (consecutive_failures <> 0 OR last_success_at
 		ConsecutiveFailures int       `gorm:"column:consecutive_failures"`
 		FailingSince        time.Time `gorm:"column:failing_since"`
 	}
-	err = q.Raw(`UPDATE webhooks SET consecutive_failures = consecutive_failures + 1, last_failure_at = ?, last_failure_reason = ?,
-  failing_since = COALESCE(failing_since, ?)
+	// A failure more than FailureRunGap after the previous one starts a new
+	// run (the SET expressions all read the row as it was).
+	stale := now.Add(-FailureRunGap)
+	err = q.Raw(`UPDATE webhooks SET
+  consecutive_failures = CASE WHEN last_failure_at < ? THEN 1 ELSE consecutive_failures + 1 END,
+  failing_since = CASE WHEN failing_since IS NULL OR last_failure_at < ? THEN ? ELSE failing_since END,
+  last_failure_at = ?, last_failure_reason = ?
 WHERE tenant_id = ? AND id = ?
-RETURNING consecutive_failures, failing_since`, now, reason, now, tenantID, webhookID).Scan(&rows).Error
+RETURNING consecutive_failures, failing_since`, stale, stale, now, now, reason, tenantID, webhookID).Scan(&rows).Error
 	if err != nil {
 		return false, fmt.Errorf("outbox: record failure of webhook %d: %w", webhookID, err)
 	}

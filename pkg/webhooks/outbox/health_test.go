@@ -9,6 +9,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/retry"
 )
 
 // Failures recorded together (a registration's attempts run in parallel up
@@ -62,5 +63,84 @@ func checkPause(t *testing.T, d *db.DB, f *fixture, wh int64, round, failures in
 	}
 	if want := now.Add(outbox.BreakerPause(failures)); !row.CircuitOpenUntil.Equal(want) {
 		t.Fatalf("round %d: circuit open until %v; want %v", round, row.CircuitOpenUntil, want)
+	}
+}
+
+type healthRow struct {
+	ConsecutiveFailures int       `gorm:"column:consecutive_failures"`
+	FailingSince        time.Time `gorm:"column:failing_since"`
+}
+
+func (f *fixture) health(wh int64) healthRow {
+	f.t.Helper()
+	var row healthRow
+	if err := f.d.Table("webhooks").Where("tenant_id = ? AND id = ?", tenant.ID(f.ctx), wh).Take(&row).Error; err != nil {
+		f.t.Fatal(err)
+	}
+	return row
+}
+
+func (f *fixture) fail(wh int64, at time.Time) (disable bool) {
+	f.t.Helper()
+	disable, err := outbox.RecordHealth(f.ctx, f.d, tenant.ID(f.ctx), wh, false, "target answered 503", at)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return disable
+}
+
+// Only a continuous run of failures leads to auto-disabling: an endpoint
+// that failed once, had nothing to deliver for 5 days and then fails once
+// more has failed twice, not for 5 days. An endpoint failing at every
+// attempt, however far apart the retry schedule spaces them, is disabled
+// after 5 days.
+func TestAutoDisableCountsOnlyAContinuousFailureRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newFixture(t, d)
+		quiet := f.webhook(outbox.ActCreated, "https://quiet.example/h", true, f.userID)
+		t0 := time.Now().UTC().Truncate(time.Second)
+		if f.fail(quiet, t0) {
+			t.Fatal("disabled after one failure")
+		}
+		later := t0.Add(outbox.AutoDisableAfter + time.Minute)
+		if f.fail(quiet, later) {
+			t.Fatal("disabled after two failures 5 days apart with nothing in between")
+		}
+		if h := f.health(quiet); !h.FailingSince.Equal(later) || h.ConsecutiveFailures != 1 {
+			t.Fatalf("after the gap: failing since %v, %d consecutive failures; want a new run from %v", h.FailingSince, h.ConsecutiveFailures, later)
+		}
+
+		// Failures just under FailureRunGap apart are one run.
+		dead := f.webhook(outbox.ActCreated, "https://dead.example/h", true, f.userID)
+		step := outbox.FailureRunGap - time.Minute
+		at := t0
+		for n := 1; ; n++ {
+			disable := f.fail(dead, at)
+			if h := f.health(dead); !h.FailingSince.Equal(t0) || h.ConsecutiveFailures != n {
+				t.Fatalf("failure %d at %v: failing since %v, %d consecutive; want one run since %v", n, at, h.FailingSince, h.ConsecutiveFailures, t0)
+			}
+			if want := at.Sub(t0) >= outbox.AutoDisableAfter; disable != want {
+				t.Fatalf("failure %d, %s into the run: disable = %v, want %v", n, at.Sub(t0), disable, want)
+			}
+			if disable {
+				break
+			}
+			at = at.Add(step)
+		}
+	})
+}
+
+// FailureRunGap must exceed every wait a failing registration's next
+// attempt can have: the retry schedule's longest step with the most jitter,
+// and a Retry-After at its cap, plus the open circuit's longest pause.
+func TestFailureRunGapExceedsEveryRetryWait(t *testing.T) {
+	for attempt := 1; attempt < retry.MaxAttempts; attempt++ {
+		d, _ := retry.Delay(attempt, func() float64 { return 0.999999 })
+		if d+outbox.BreakerMax >= outbox.FailureRunGap {
+			t.Errorf("retry %d waits up to %s; FailureRunGap is %s", attempt, d, outbox.FailureRunGap)
+		}
+	}
+	if retry.MaxRetryAfter+outbox.BreakerMax >= outbox.FailureRunGap {
+		t.Errorf("a Retry-After can defer the next attempt by %s; FailureRunGap is %s", retry.MaxRetryAfter, outbox.FailureRunGap)
 	}
 }
