@@ -1608,6 +1608,9 @@ type OAuthUnavailable = OAuthError
 // PayloadTooLarge The error body of every endpoint below `/api/1.0`.
 type PayloadTooLarge = Error
 
+// ServiceUnavailable The error body of every endpoint below `/api/1.0`.
+type ServiceUnavailable = Error
+
 // TooManyRequests The error body of every endpoint below `/api/1.0`.
 type TooManyRequests = Error
 

@@ -1,7 +1,6 @@
 package oauth_test
 
 import (
-	"database/sql"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -9,49 +8,11 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of the admin connection
-
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/app"
-	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
-
-// takeDown makes d unreachable mid-run and returns a function that brings
-// it back (nil where it cannot come back). PostgreSQL: the database stops
-// accepting connections and its sessions are terminated, as in a restart
-// or failover. SQLite: the pool is closed.
-func takeDown(t *testing.T, d *db.DB) (restore func()) {
-	t.Helper()
-	if d.Dialect == db.SQLite {
-		if err := d.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return nil
-	}
-	var name string
-	if err := d.DB.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
-		t.Fatal(err)
-	}
-	admin, err := sql.Open("pgx", testdb.DirectURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	ident := `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-	if _, err := admin.Exec(`ALTER DATABASE ` + ident + ` WITH ALLOW_CONNECTIONS false`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if _, err := admin.Exec(`ALTER DATABASE ` + ident + ` WITH ALLOW_CONNECTIONS true`); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func wantRetryAfter(t *testing.T, what string, h http.Header) {
 	t.Helper()
@@ -87,7 +48,7 @@ func TestDatabaseOutage(t *testing.T) {
 			consentForm := hiddenFields(consent.Body)
 			consentForm.Set("decision", "allow")
 
-			restore := takeDown(t, d)
+			restore := testdb.TakeDown(t, d)
 
 			for name, form := range map[string]url.Values{
 				"refresh": o.refreshGrant(refresh), "code": o.codeGrant(code),
