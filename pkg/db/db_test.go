@@ -89,6 +89,33 @@ func TestSQLiteTxTakesWriteLock(t *testing.T) {
 	}
 }
 
+// A database that applied later migrations before a lower-numbered one
+// landed (00062 after 00081) gets it on the next start instead of refusing
+// to start. Simulated by forgetting 00062 and undoing it by hand.
+func TestMigrateAppliesOutOfOrder(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := t.Context()
+		for _, q := range []string{
+			"DELETE FROM goose_db_version WHERE version_id = 62",
+			"CREATE INDEX deliveries_due_idx ON deliveries (next_attempt_at) WHERE status IN ('pending', 'delivering')",
+		} {
+			if err := d.Exec(q).Error; err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := d.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate with 00062 missing: %v", err)
+		}
+		if d.Migrator().HasIndex("deliveries", "deliveries_due_idx") {
+			t.Error("deliveries_due_idx still exists: 00062 was not applied")
+		}
+		cur, latest, err := d.MigrationVersion(ctx)
+		if err != nil || cur != latest {
+			t.Fatalf("MigrationVersion = %d, %d, %v; want equal", cur, latest, err)
+		}
+	})
+}
+
 func TestMigrateIdempotentAndReversible(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := t.Context()

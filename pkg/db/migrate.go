@@ -52,7 +52,12 @@ func (d *DB) migrationProvider() (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	// Migrations are numbered in bands per area (0006x lists at scale,
+	// 0007x webhooks, 0008x …), so a migration may land with a number below
+	// one a database has already applied (00062 after 00081). goose applies
+	// such a one first, then the new ones, instead of refusing to start.
+	// Each migration must therefore stand on its own, whatever the order.
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithAllowOutofOrder(true)}
 	dialect := goose.DialectSQLite3
 	if d.Dialect == Postgres {
 		dialect = goose.DialectPostgres

@@ -181,7 +181,7 @@ func (c countingAuth) AuthenticateBearer(ctx context.Context, token string) (*au
 }
 
 // outboxDepth reports deliveries that are pending or in flight. The count is
-// one indexed query (deliveries_due_idx is partial on exactly these
+// one indexed query (deliveries_claim_idx is partial on exactly these
 // statuses), cached for ttl so that frequent scrapes from several
 // Prometheus servers cost at most one query per ttl. It is deliberately
 // across tenants: an operational figure, never shown to a tenant.

@@ -16,7 +16,7 @@ const (
 
 // SQL literals of the statuses that queries compare with. They stay
 // literals, not bind parameters, so that PostgreSQL matches the partial
-// index deliveries_due_idx (WHERE status IN ('pending', 'delivering')).
+// index deliveries_claim_idx (WHERE status IN ('pending', 'delivering')).
 const (
 	sqlPending    = "'" + string(Pending) + "'"
 	sqlDelivering = "'" + string(Delivering) + "'"
