@@ -2,33 +2,45 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // runScale is `go run ./bench -scale`: one big tenant grown through 10k,
 // 100k and 1M clients (and a fifth as many acts, ten data points each),
 // beside a small tenant, measuring list and read latency at each size
-// through the full server. Rows are written with INSERT … SELECT
-// generate_series (the triggers count them as they would a COPY). Bounded:
-// -scale-max caps the largest size; each measurement is -scale-n requests.
+// through the full server, a correlated bulk PUT of 200 fields and a fetch
+// request through the delivery worker to a loopback receiver. Rows are
+// written with INSERT … SELECT generate_series (the triggers count them as
+// they would a COPY). Then, in two databases of their own, the outbox
+// claim with as many delivered deliveries as the tenant has clients,
+// against an empty history (scale_claim.go). Bounded: -scale-max caps the
+// largest size; each measurement is -scale-n requests.
 func runScale(ctx context.Context, o options, out io.Writer) error {
 	d, url, done, err := openFresh(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
 	defer done()
-	e, err := start(ctx, d, url, true, false, io.Discard)
+	// The delivery worker runs in the server, as `finsvc serve` runs it:
+	// fetch requests reach the loopback receiver through it.
+	e, err := start(ctx, d, url, true, true, io.Discard)
 	if err != nil {
 		return err
 	}
@@ -36,6 +48,24 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 	if err := e.login(ctx); err != nil {
 		return fmt.Errorf("oauth flow: %w", err)
 	}
+	recv, err := e.startReceiver()
+	if err != nil {
+		return err
+	}
+	defer recv.Close()
+	var fetchTmpl int64 // created once the seeded template ids are taken
+	empty, err := newClaimDB(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer empty.done()
+	full, err := newClaimDB(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer full.done()
+	var claims strings.Builder
+	claims.WriteString(claimTableHead)
 	small, err := tenant.NewStore(d).Create(ctx, "small", "Small")
 	if err != nil {
 		return err
@@ -71,6 +101,29 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 		}
 		have = size
 		fmt.Fprintf(os.Stderr, "seeded %d clients, %d acts, %d data points in %s\n", size, size/5, size*2, time.Since(t0).Round(time.Second))
+		// New acts of the big tenant, untimed: one per bulk PUT (each
+		// applies a fresh fetch request's 200 results) and one per fetch
+		// request.
+		t0 = time.Now()
+		if fetchTmpl == 0 {
+			if fetchTmpl, err = e.externalTemplate("Fetch template", 10); err != nil {
+				return err
+			}
+		}
+		bulk, err := e.seedBulk(ctx, 1, o.scaleN, 200)
+		if err != nil {
+			return fmt.Errorf("bulk PUT targets: %w", err)
+		}
+		fetchActs, err := e.newActs(fetchTmpl, o.scaleN)
+		if err != nil {
+			return fmt.Errorf("fetch request acts: %w", err)
+		}
+		// The seeding's own act.fetch_data deliveries reach the receiver
+		// before anything is timed.
+		if err := waitOutboxIdle(ctx, d); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "prepared %d bulk PUTs and %d fetch requests in %s\n", len(bulk), len(fetchActs), time.Since(t0).Round(time.Second))
 		acts := size / 5
 		var actUUID string
 		if err := d.Raw(`SELECT uuid::text FROM acts WHERE tenant_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?`, big, acts/2).Scan(&actUUID).Error; err != nil {
@@ -105,6 +158,17 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			}
 			fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, size*2, r.name, ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
 		}
+		lat, err := measureEach(ctx, client, len(bulk), func(i int) (*http.Request, error) {
+			return e.request("PUT", "/api/1.0/acts/"+bulk[i].ActUUID+"/data", bulk[i].Body)
+		}, http.StatusOK)
+		if err != nil {
+			return fmt.Errorf("bulk PUT: %w", err)
+		}
+		fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, size*2, "PUT acts/{uuid}/data (correlated, 200 fields)", ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
+		if lat, err = e.measureFetch(ctx, recv, fetchActs); err != nil {
+			return fmt.Errorf("fetch request through delivery: %w", err)
+		}
+		fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, size*2, "fetch request → act.fetch_data at the loopback receiver", ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
 		// What the lists cost before: COUNT(*) and OFFSET over the rows.
 		for _, q := range []struct{ name, sql string }{
 			{"(before) COUNT(*) of clients", fmt.Sprintf("SELECT count(*) FROM clients WHERE tenant_id = %d", big)},
@@ -121,7 +185,15 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 			fmt.Fprintf(out, "| %d | %d | %d | %s (SQL only) | %s | %s |\n", size, acts, size*2, q.name, ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
 		}
+		t0 = time.Now()
+		if err := claimBench(ctx, empty, full, size, &claims); err != nil {
+			return fmt.Errorf("outbox claim: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "outbox claim with %d delivered: %s\n", size, time.Since(t0).Round(time.Second))
 	}
+	fmt.Fprintf(out, "\nOutbox claim: a queue of %d due deliveries over %d registrations; a round is %d outbox.Claim calls (N %d, cap %d), each followed by outbox.Finish of its rows; %d alternating rounds per row:\n\n",
+		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, claimRounds)
+	fmt.Fprint(out, claims.String())
 	return nil
 }
 
@@ -133,6 +205,14 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 const actUUID = `(substr(md5('act' || g), 1, 12) || '4' || substr(md5('act' || g), 14, 3) || '8' || substr(md5('act' || g), 18, 15))::uuid`
 
 func seedScale(d *gorm.DB, tid int64, have, want int) error {
+	// Acts the API created since the last growth (the bulk PUT and fetch
+	// request targets) took creation numbers: the seeded ones go after
+	// them.
+	var next int64
+	if err := d.Raw(`SELECT COALESCE(max(next_id), 0) FROM id_sequences WHERE tenant_id = ? AND name = ?`, tid, acts.SeqName).Scan(&next).Error; err != nil {
+		return err
+	}
+	off := max(0, next-int64(have/5)-1)
 	for _, q := range []struct {
 		sql  string
 		args []any
@@ -142,13 +222,13 @@ func seedScale(d *gorm.DB, tid int64, have, want int) error {
 			[]any{tid, have, want}},
 		{`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, seq)
 		 SELECT ?, ` + actUUID + `, 1 + (g * 7919) % ?::bigint, 1, 'Act ' || g,
-		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g
+		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g + ?::bigint
 		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g`,
-			[]any{tid, want, have, want}},
+			[]any{tid, want, off, have, want}},
 		// The acts' creation numbers continue after the seeded ones.
-		{`INSERT INTO id_sequences (tenant_id, name, next_id) VALUES (?, '` + acts.SeqName + `', ?::bigint / 5 + 1)
+		{`INSERT INTO id_sequences (tenant_id, name, next_id) VALUES (?, '` + acts.SeqName + `', ?::bigint / 5 + 1 + ?::bigint)
 		 ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = EXCLUDED.next_id`,
-			[]any{tid, want}},
+			[]any{tid, want, off}},
 		{`INSERT INTO data_points (tenant_id, id, act_uuid, template_field_id, position, key, name, type, source, value)
 		 SELECT ?, (g - 1) * 10 + f, ` + actUUID + `, f, f, 'f' || f, 'Field ' || f, 'text', 'manual', 'v' || g
 		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g, generate_series(1, 10) f`,
@@ -158,33 +238,200 @@ func seedScale(d *gorm.DB, tid int64, have, want int) error {
 			return err
 		}
 	}
+	// The API allocates ids per tenant (db.NextIDs): start past the rows
+	// written here.
+	for _, seq := range []string{"clients", "templates", "template_fields", "data_points"} {
+		if err := d.Exec(`INSERT INTO id_sequences (tenant_id, name, next_id)
+			SELECT ?, '`+seq+`', COALESCE(max(id), 0) + 1 FROM `+seq+` WHERE tenant_id = ?
+			ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = GREATEST(id_sequences.next_id, EXCLUDED.next_id)`, tid, tid).Error; err != nil {
+			return fmt.Errorf("id sequence %s: %w", seq, err)
+		}
+	}
 	return d.Exec("ANALYZE").Error
 }
 
 // measure sends n sequential GETs and returns their sorted latencies.
 func measure(ctx context.Context, c *http.Client, url, host, token string, n int) ([]time.Duration, error) {
-	lat := make([]time.Duration, 0, n)
-	for range n {
+	return measureEach(ctx, c, n, func(int) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 		if err != nil {
 			return nil, err
 		}
 		req.Host = host
 		req.Header.Set("Authorization", "Bearer "+token)
+		return req, nil
+	}, http.StatusOK)
+}
+
+// measureEach sends the n requests next(0…n-1) one after the other and
+// returns their sorted latencies; each must answer want.
+func measureEach(ctx context.Context, c *http.Client, n int, next func(int) (*http.Request, error), want int) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		req, err := next(i)
+		if err != nil {
+			return nil, err
+		}
+		req = req.WithContext(ctx)
 		t := time.Now()
 		resp, err := c.Do(req)
 		if err != nil {
 			return nil, err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+		if resp.StatusCode != want {
+			return nil, fmt.Errorf("%s %s: %d, want %d: %.300s", req.Method, req.URL.Path, resp.StatusCode, want, b)
 		}
 		lat = append(lat, time.Since(t))
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return lat, nil
+}
+
+// receiver is the loopback target of the big tenant's act.fetch_data
+// registration: it answers 200 at once and reports when each fetch request
+// arrived.
+type receiver struct {
+	srv     *http.Server
+	arrived chan arrival
+}
+
+type arrival struct {
+	requestID string
+	at        time.Time
+}
+
+// startReceiver serves the receiver on a loopback port and registers it
+// (through the API, so its signing secret is sealed as the worker expects).
+func (e *env) startReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &receiver{arrived: make(chan arrival, 4096)}
+	r.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		at := time.Now()
+		var env struct {
+			Data struct {
+				RequestID string `json:"request_id"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(req.Body).Decode(&env)
+		select {
+		case r.arrived <- arrival{env.Data.RequestID, at}:
+		default: // nobody waits for it (the seeding's deliveries)
+		}
+		w.WriteHeader(http.StatusOK)
+	})}
+	go func() { _ = r.srv.Serve(ln) }()
+	if err := e.api("POST", "/api/1.0/webhooks", map[string]any{"event": "act.fetch_data", "target": "http://" + ln.Addr().String() + "/hook"}, nil, http.StatusCreated); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("register the receiver: %w", err)
+	}
+	return r, nil
+}
+
+func (r *receiver) Close() { _ = r.srv.Close() }
+
+// wait returns when the fetch request id arrived, dropping earlier
+// arrivals of other requests.
+func (r *receiver) wait(ctx context.Context, id string) (time.Time, error) {
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case a := <-r.arrived:
+			if a.requestID == id {
+				return a.at, nil
+			}
+		case <-timeout.C:
+			return time.Time{}, fmt.Errorf("fetch request %s did not reach the receiver within 30s", id)
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+}
+
+// fetchAct is an act and the ids of its data points.
+type fetchAct struct {
+	UUID string
+	IDs  []int64
+}
+
+// externalTemplate creates a template of n external fields.
+func (e *env) externalTemplate(name string, n int) (int64, error) {
+	var fields []map[string]any
+	for i := range n {
+		fields = append(fields, map[string]any{"key": fmt.Sprintf("x%02d", i), "name": fmt.Sprintf("External %d", i), "type": "text", "source": "external_data"})
+	}
+	var tmpl struct {
+		ID int64 `json:"id"`
+	}
+	err := e.api("POST", "/api/1.0/templates", map[string]any{"name": name, "fields": fields}, &tmpl, http.StatusCreated)
+	return tmpl.ID, err
+}
+
+// newActs creates n acts of the template for client 1.
+func (e *env) newActs(tmpl int64, n int) ([]fetchAct, error) {
+	out := make([]fetchAct, 0, n)
+	for i := range n {
+		var act struct {
+			UUID string `json:"uuid"`
+			Data []struct {
+				ID int64 `json:"id"`
+			} `json:"data"`
+		}
+		if err := e.api("POST", "/api/1.0/acts", map[string]any{"client_id": 1, "template_id": tmpl, "title": fmt.Sprintf("Fetch act %d", i)}, &act, http.StatusCreated); err != nil {
+			return nil, err
+		}
+		fa := fetchAct{UUID: act.UUID}
+		for _, dp := range act.Data {
+			fa.IDs = append(fa.IDs, dp.ID)
+		}
+		out = append(out, fa)
+	}
+	return out, nil
+}
+
+// measureFetch creates one fetch request per act, one after the other, and
+// times each from the POST to its act.fetch_data delivery's arrival at the
+// receiver (the commit's NOTIFY wakes the worker, which claims, signs and
+// sends it).
+func (e *env) measureFetch(ctx context.Context, r *receiver, acts []fetchAct) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, len(acts))
+	for _, a := range acts {
+		t := time.Now()
+		var fr struct {
+			ID string `json:"id"`
+		}
+		if err := e.api("POST", "/api/1.0/acts/"+a.UUID+"/fetch-requests", map[string]any{"data_point_ids": a.IDs}, &fr, http.StatusCreated); err != nil {
+			return nil, err
+		}
+		at, err := r.wait(ctx, fr.ID)
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, at.Sub(t))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, nil
+}
+
+// waitOutboxIdle returns once no delivery is pending or in flight.
+func waitOutboxIdle(ctx context.Context, d *db.DB) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		p, f, err := outbox.Depth(ctx, d)
+		if err != nil {
+			return err
+		}
+		if p+f == 0 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("the outbox did not drain within 2 minutes")
 }
 
 // noise reads path of the big tenant from 2 goroutines until stopped.

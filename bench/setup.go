@@ -421,13 +421,16 @@ func (e *env) seedBulk(ctx context.Context, clientID int64, n, fields int) ([]bu
 	}
 	// The registration that makes the external fields fetchable (the
 	// webhooks API is another capability; the row is what it would write).
-	// No worker runs here, so deliveries stay pending.
+	// No worker runs here, so deliveries stay pending. A registration the
+	// caller made already (the scale benchmark's loopback receiver, id 1)
+	// is kept.
 	var adminID int64
 	if err := e.DB.WithContext(ctx).Raw("SELECT id FROM users WHERE tenant_id = ? AND email = ?", e.Tenant.ID, email).Scan(&adminID).Error; err != nil {
 		return nil, err
 	}
 	if err := e.DB.WithContext(ctx).Exec(`INSERT INTO webhooks (tenant_id, id, event, target, secret_ciphertext, created_by_user_id)
-		VALUES (?, 1, 'act.fetch_data', 'https://127.0.0.1:9/hook', 'unused', ?)`, e.Tenant.ID, adminID).Error; err != nil {
+		VALUES (?, 1, 'act.fetch_data', 'https://127.0.0.1:9/hook', 'unused', ?)
+		ON CONFLICT (tenant_id, id) DO NOTHING`, e.Tenant.ID, adminID).Error; err != nil {
 		return nil, fmt.Errorf("register webhook: %w", err)
 	}
 	out := make([]bulkTarget, 0, n)
