@@ -7,7 +7,7 @@
 // The chain, outermost first:
 //
 //	request id → access log → recover → body limit → tenant (from Host)
-//	  → Deps.Middleware (metrics, rate limit)
+//	  → deprecation headers (deprecation.go) → Deps.Middleware (metrics, rate limit)
 //	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
 //	    request validation → idempotency keys (POST) → authorization
 //	    (operation's scopes and role)
@@ -139,6 +139,14 @@ func New(deps Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	spec, err := Spec()
+	if err != nil {
+		return nil, err
+	}
+	deprecated, err := deprecation(spec)
+	if err != nil {
+		return nil, err
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -149,6 +157,7 @@ func New(deps Deps) (http.Handler, error) {
 	e.Use(recoverer(deps.Logger))
 	e.Use(bodyLimit(deps.Config.BodyLimit))
 	e.Use(resolveTenant(deps))
+	e.Use(deprecated)
 	for _, m := range deps.Middleware {
 		e.Use(m)
 	}

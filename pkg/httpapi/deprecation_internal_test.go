@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
+)
+
+// stubServer answers the two operations the test calls; any other would
+// panic on the nil interface.
+type stubServer struct{ apiserver.ServerInterface }
+
+func (stubServer) GetClient(c echo.Context, _ models.ClientId) error {
+	return c.JSON(http.StatusOK, map[string]any{})
+}
+func (stubServer) DeleteClient(c echo.Context, _ models.ClientId) error {
+	return c.NoContent(http.StatusNoContent)
+}
+func (stubServer) GetMe(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{}) }
+
+func specCopy(t *testing.T) *openapi3.T {
+	t.Helper()
+	spec, err := Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+func deprecate(op *openapi3.Operation, ext map[string]any) {
+	op.Deprecated = true
+	op.Extensions = ext
+}
+
+// served routes the generated server's own registrations through the
+// middleware built from spec, as New does.
+func served(t *testing.T, spec *openapi3.T) *echo.Echo {
+	t.Helper()
+	mw, err := deprecation(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	e.Use(mw)
+	apiserver.RegisterHandlers(e, stubServer{})
+	return e
+}
+
+func call(e *echo.Echo, method, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec
+}
+
+// A copy of the spec deprecates getClient (with a sunset) and deleteClient
+// (without one, linking its own changelog entry): their responses carry the
+// headers, errors included, and other operations' responses do not.
+func TestDeprecationHeaders(t *testing.T) {
+	spec := specCopy(t)
+	item := spec.Paths.Value("/api/1.0/clients/{id}")
+	deprecate(item.Get, map[string]any{extDeprecatedAt: "2027-01-15", extSunset: "2027-07-15T00:00:00Z"})
+	deprecate(item.Delete, map[string]any{extDeprecatedAt: "2027-02-01T00:00:00Z", extDeprecationLink: "https://example.test/changelog#1.1.0"})
+	e := served(t, spec)
+
+	for _, path := range []string{"/api/1.0/clients/42", "/api/1.0/clients/not-a-number"} {
+		rec := call(e, http.MethodGet, path)
+		if path == "/api/1.0/clients/not-a-number" && rec.Code != http.StatusBadRequest {
+			t.Fatalf("GET %s = %d, want the generated wrapper's 400", path, rec.Code)
+		}
+		want := map[string]string{
+			"Deprecation": "@1799971200", // 2027-01-15T00:00:00Z
+			"Sunset":      "Thu, 15 Jul 2027 00:00:00 GMT",
+			"Link":        `<` + ChangelogURL + `>; rel="deprecation"`,
+		}
+		for k, v := range want {
+			if got := rec.Header().Values(k); len(got) != 1 || got[0] != v {
+				t.Errorf("GET %s → %d: %s = %q, want %q", path, rec.Code, k, got, v)
+			}
+		}
+	}
+
+	rec := call(e, http.MethodDelete, "/api/1.0/clients/42")
+	if got := rec.Header().Get("Deprecation"); got != "@1801440000" {
+		t.Errorf("DELETE: Deprecation = %q, want @1801440000", got)
+	}
+	if got := rec.Header().Get("Link"); got != `<https://example.test/changelog#1.1.0>; rel="deprecation"` {
+		t.Errorf("DELETE: Link = %q, want the operation's own entry", got)
+	}
+	if got := rec.Header().Values("Sunset"); got != nil {
+		t.Errorf("DELETE: Sunset = %q without x-sunset", got)
+	}
+
+	rec = call(e, http.MethodGet, "/api/1.0/me")
+	for _, k := range []string{"Deprecation", "Sunset", "Link"} {
+		if got := rec.Header().Values(k); got != nil {
+			t.Errorf("GET /api/1.0/me (not deprecated): %s = %q", k, got)
+		}
+	}
+}
+
+// The map is keyed the way echo reports the matched route: with every
+// operation of the spec deprecated, each /api/1.0 key is a route the
+// generated server registers, and the other paths (OAuth, operational) have
+// no parameters to translate.
+func TestDeprecationKeysAreEchoRoutes(t *testing.T) {
+	spec := specCopy(t)
+	ops := 0
+	for _, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			deprecate(op, map[string]any{extDeprecatedAt: "2027-01-15"})
+			ops++
+		}
+	}
+	byRoute, err := deprecationsFrom(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byRoute) != ops {
+		t.Fatalf("%d keys for %d operations", len(byRoute), ops)
+	}
+	e := echo.New()
+	apiserver.RegisterHandlers(e, nil) // registering calls no handler
+	routes := map[string]bool{}
+	for _, r := range e.Routes() {
+		routes[routeKey(r.Method, r.Path)] = true
+	}
+	api := 0
+	for key := range byRoute {
+		path := strings.SplitN(key, " ", 2)[1]
+		switch {
+		case strings.HasPrefix(path, "/api/1.0/"):
+			api++
+			if !routes[key] {
+				t.Errorf("%s is not a route of the generated server", key)
+			}
+		case strings.ContainsAny(path, ":{"):
+			t.Errorf("%s: a parameter outside /api/1.0, registered by hand; check its spelling", key)
+		}
+	}
+	if api < 30 {
+		t.Fatalf("only %d /api/1.0 operations", api)
+	}
+}
+
+// What would make the headers wrong stops the server from starting.
+func TestDeprecationRefusesBadSpecs(t *testing.T) {
+	cases := []struct {
+		name string
+		ext  map[string]any
+		dep  bool
+		want string
+	}{
+		{"deprecated without a date", map[string]any{extSunset: "2028-01-01"}, true, "getClient: deprecated without x-deprecated-at"},
+		{"sunset too soon", map[string]any{extDeprecatedAt: "2027-01-15", extSunset: "2027-04-15"}, true, "less than 6 months after"},
+		{"sunset before deprecation", map[string]any{extDeprecatedAt: "2027-01-15", extSunset: "2026-12-01"}, true, "less than 6 months after"},
+		{"unreadable date", map[string]any{extDeprecatedAt: "next spring"}, true, "x-deprecated-at next spring is neither a date"},
+		{"dates without deprecated", map[string]any{extSunset: "2028-01-01"}, false, "not deprecated"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := specCopy(t)
+			op := spec.Paths.Value("/api/1.0/clients/{id}").Get
+			op.Deprecated = c.dep
+			op.Extensions = c.ext
+			if _, err := deprecation(spec); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// Dates written unquoted in YAML (as a spec author would) read the same.
+func TestDeprecationDatesFromYAML(t *testing.T) {
+	doc := `openapi: 3.0.3
+info: {title: t, version: 1.0.0}
+paths:
+  /api/1.0/things/{id}:
+    get:
+      operationId: getThing
+      deprecated: true
+      x-deprecated-at: 2027-01-15
+      x-sunset: 2027-07-15
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string}}
+      responses:
+        "200": {description: ok}
+`
+	spec, err := openapi3.NewLoader().LoadFromData([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRoute, err := deprecationsFrom(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := byRoute["GET /api/1.0/things/:id"]
+	if h.Get("Deprecation") != "@1799971200" || h.Get("Sunset") != "Thu, 15 Jul 2027 00:00:00 GMT" {
+		t.Fatalf("headers = %v", h)
+	}
+}
