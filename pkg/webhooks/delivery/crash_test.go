@@ -148,7 +148,14 @@ func testTwoInstances(t *testing.T, d *db.DB) {
 	}
 	var ws []*delivery.Worker
 	for _, owner := range []string{"a", "b"} {
-		w := f.worker(delivery.WithOwner(owner), delivery.WithConcurrency(8), delivery.WithPollInterval(20*time.Millisecond), observe(owner))
+		// The registration's cap (16) exceeds one instance's concurrency
+		// (8), so neither can hold all of it and the split tests the
+		// instances, not the cap. With the default cap of 2, the instance
+		// that finishes an attempt claims the freed slot again at once,
+		// and the other, waking on its poll, could find none free for the
+		// whole (fast) run.
+		w := f.worker(delivery.WithOwner(owner), delivery.WithConcurrency(8), delivery.WithEndpointConcurrency(16),
+			delivery.WithPollInterval(20*time.Millisecond), observe(owner))
 		ws = append(ws, w)
 	}
 	for _, w := range ws {
