@@ -6,6 +6,7 @@ require (
 	code.dny.dev/ssrf v0.3.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/finsvc/finsvc/clients/go v0.0.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/glebarez/go-sqlite v1.21.2
 	github.com/glebarez/sqlite v1.11.0
@@ -156,3 +157,5 @@ tool (
 	github.com/oasdiff/oasdiff
 	honnef.co/go/tools/cmd/staticcheck
 )
+
+replace github.com/finsvc/finsvc/clients/go => ./clients/go
