@@ -148,6 +148,30 @@ func (e ConsentFormDecision) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryEventKind.
+const (
+	DeliveryActCreated    DeliveryEventKind = "act.created"
+	DeliveryActDuplicated DeliveryEventKind = "act.duplicated"
+	DeliveryActFetchData  DeliveryEventKind = "act.fetch_data"
+	DeliveryWebhookTest   DeliveryEventKind = "webhook.test"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryEventKind enum.
+func (e DeliveryEventKind) Valid() bool {
+	switch e {
+	case DeliveryActCreated:
+		return true
+	case DeliveryActDuplicated:
+		return true
+	case DeliveryActFetchData:
+		return true
+	case DeliveryWebhookTest:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryCancelled  DeliveryStatus = "cancelled"
@@ -448,6 +472,21 @@ func (e WebhookHealthState) Valid() bool {
 	case WebhookHealthFailing:
 		return true
 	case WebhookHealthHealthy:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookTestEventEvent.
+const (
+	WebhookTest WebhookTestEventEvent = "webhook.test"
+)
+
+// Valid indicates whether the value is a known member of the WebhookTestEventEvent enum.
+func (e WebhookTestEventEvent) Valid() bool {
+	switch e {
+	case WebhookTest:
 		return true
 	default:
 		return false
@@ -891,8 +930,8 @@ type Delivery struct {
 	// CreatedAt When the delivery was queued.
 	CreatedAt time.Time `json:"created_at"`
 
-	// Event Webhook event kinds.
-	Event EventKind `json:"event"`
+	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+	Event DeliveryEventKind `json:"event"`
 
 	// EventId The event id (the envelope's `id`, also `webhook-id`).
 	EventId openapi_types.UUID `json:"event_id"`
@@ -921,6 +960,9 @@ type Delivery struct {
 	// WebhookId The registration.
 	WebhookId int64 `json:"webhook_id"`
 }
+
+// DeliveryEventKind The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+type DeliveryEventKind string
 
 // DeliveryList A page of deliveries.
 type DeliveryList struct {
@@ -960,6 +1002,28 @@ type EventAct struct {
 
 // EventKind Webhook event kinds.
 type EventKind string
+
+// EventType defines model for EventType.
+type EventType struct {
+	// Description When it is sent.
+	Description string `json:"description"`
+
+	// Name The event name, as in the envelope's `event` and a registration's `event`.
+	//
+	// Example: act.created
+	Name string `json:"name"`
+
+	// Schema The JSON Schema (OpenAPI 3.0 dialect, every `$ref` resolved) of the delivery body.
+	Schema map[string]interface{} `json:"schema"`
+
+	// Subscribable Whether a registration may subscribe to it (`event` of a registration).
+	Subscribable bool `json:"subscribable"`
+}
+
+// EventTypeList defines model for EventTypeList.
+type EventTypeList struct {
+	Data []EventType `json:"data"`
+}
 
 // FetchRequest A request to refresh data points of an act.
 type FetchRequest struct {
@@ -1469,7 +1533,7 @@ type WebhookHealth struct {
 	// ConsecutiveFailures Failed attempts since the last success.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 
-	// FailingSince The first failure since the last success; null while healthy.
+	// FailingSince The first failure of the current run of failures (a gap of more than 25 hours between two failures starts a new run); null while healthy.
 	FailingSince *time.Time `json:"failing_since"`
 
 	// LastFailureAt When an attempt last failed.
@@ -1495,6 +1559,33 @@ type WebhookList struct {
 
 	// Meta Pagination metadata of a list response.
 	Meta PageMeta `json:"meta"`
+}
+
+// WebhookTestEvent The `webhook.test` envelope.
+type WebhookTestEvent struct {
+	// Data The `data` of a `webhook.test` event.
+	Data WebhookTestPayload `json:"data"`
+
+	// Event Always `webhook.test`.
+	Event WebhookTestEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When the test was requested.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// WebhookTestEventEvent Always `webhook.test`.
+type WebhookTestEventEvent string
+
+// WebhookTestPayload The `data` of a `webhook.test` event.
+type WebhookTestPayload struct {
+	// Message A fixed text saying this is a test.
+	Message string `json:"message"`
+
+	// WebhookId The registration the test was sent to.
+	WebhookId int64 `json:"webhook_id"`
 }
 
 // WebhookUpdate Changes to a registration.
@@ -1788,6 +1879,17 @@ type RotateWebhookSecretParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// TestWebhookParams defines parameters for TestWebhook.
+type TestWebhookParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // AuthorizeParams defines parameters for Authorize.
 type AuthorizeParams struct {
 	// ClientId The app's client id.
@@ -1863,6 +1965,21 @@ type DeliverActFetchDataParams struct {
 	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
 }
 
+// DeliverWebhookTestParams defines parameters for DeliverWebhookTest.
+type DeliverWebhookTestParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+}
+
 // CreateActJSONRequestBody defines body for CreateAct for application/json ContentType.
 type CreateActJSONRequestBody = ActCreate
 
@@ -1919,3 +2036,6 @@ type DeliverActDuplicatedJSONRequestBody = ActDuplicatedEvent
 
 // DeliverActFetchDataJSONRequestBody defines body for DeliverActFetchData for application/json ContentType.
 type DeliverActFetchDataJSONRequestBody = ActFetchDataEvent
+
+// DeliverWebhookTestJSONRequestBody defines body for DeliverWebhookTest for application/json ContentType.
+type DeliverWebhookTestJSONRequestBody = WebhookTestEvent

@@ -193,6 +193,7 @@ var eventSchemas = map[string]string{
 	"act.fetch_data": "ActFetchDataEvent",
 	"act.created":    "ActCreatedEvent",
 	"act.duplicated": "ActDuplicatedEvent",
+	"webhook.test":   "WebhookTestEvent",
 }
 
 // ValidateEvent checks a webhook delivery body against the OpenAPI

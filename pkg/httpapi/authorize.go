@@ -70,6 +70,8 @@ var roles = map[string]role{
 	"deleteWebhook":            {action: auth.Write},
 	"rotateWebhookSecret":      {action: auth.Write},
 	"redeliverWebhookDelivery": {action: auth.Write},
+	"testWebhook":              {action: auth.Write},
+	"listEventTypes":           {action: auth.Read},
 }
 
 // Rule is what one operation needs: the spec's scopes and the table's role.

@@ -32,6 +32,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/gen/apiserver"
+	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -109,6 +110,8 @@ func (d *Deps) check() error {
 type Handlers struct {
 	svc  Services
 	deps Deps
+	// eventTypes is GET /event-types' answer, read from the spec once.
+	eventTypes []models.EventType
 }
 
 var _ apiserver.StrictServerInterface = (*Handlers)(nil)
@@ -162,7 +165,15 @@ func New(deps Deps) (http.Handler, error) {
 		e.Use(m)
 	}
 
-	h := &Handlers{svc: deps.Services, deps: deps}
+	spec, err := Spec()
+	if err != nil {
+		return nil, err
+	}
+	types, err := eventTypes(spec)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handlers{svc: deps.Services, deps: deps, eventTypes: types}
 	strict := apiserver.NewStrictHandler(h, []apiserver.StrictMiddlewareFunc{authz})
 	budget := deps.Budget
 	if budget == nil {

@@ -75,7 +75,7 @@ func deliveryView(d *registry.Delivery) (models.Delivery, error) {
 		return models.Delivery{}, fmt.Errorf("event id %q: %w", d.EventID, err)
 	}
 	return models.Delivery{
-		Id: id, WebhookId: d.WebhookID, EventId: ev, Event: models.EventKind(d.Event),
+		Id: id, WebhookId: d.WebhookID, EventId: ev, Event: models.DeliveryEventKind(d.Event),
 		Status: models.DeliveryStatus(d.Status), Attempts: d.Attempts,
 		LastStatusCode: d.LastStatusCode, LastError: d.LastError, ResponseExcerpt: d.ResponseExcerpt,
 		LastAttemptAt: utcp(d.LastAttemptAt), NextAttemptAt: utcp(d.NextAttemptAt), CreatedAt: d.CreatedAt.UTC(),

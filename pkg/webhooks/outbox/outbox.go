@@ -30,6 +30,10 @@ const (
 	ActDuplicated = "act.duplicated"
 )
 
+// WebhookTest is sent to one registration on request (EmitTo), whatever
+// it subscribes to; no registration subscribes to it.
+const WebhookTest = "webhook.test"
+
 // Kinds lists every event kind a registration may subscribe to.
 var Kinds = []string{ActFetchData, ActCreated, ActDuplicated}
 
@@ -96,6 +100,47 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (int, error) {
 	if !ValidKind(ev.Kind) {
 		return 0, fmt.Errorf("outbox: unknown event kind %q", ev.Kind)
 	}
+	ev, err := insertEvent(ctx, tx, ev)
+	if err != nil {
+		return 0, err
+	}
+	var hooks []int64
+	if err := o.eligible(ctx, tx, ev.Kind).Pluck("webhooks.id", &hooks).Error; err != nil {
+		return 0, fmt.Errorf("outbox: select %s registrations: %w", ev.Kind, err)
+	}
+	if _, err := queue(ctx, tx, ev, hooks); err != nil {
+		return 0, err
+	}
+	if len(hooks) > 0 && o.Notifier != nil {
+		// In-process wake-up. It fires before the commit (GORM has no commit
+		// hook): on SQLite the woken worker's claim waits for this
+		// transaction's write lock, so it sees the rows once they commit; a
+		// wake-up that finds nothing (rollback) costs one empty claim, and the
+		// poll fallback covers anything missed.
+		o.Notifier.Notify()
+	}
+	return len(hooks), nil
+}
+
+// EmitTo records a webhook.test event and its one pending delivery to
+// webhookID, inside tx, and returns the delivery's id. The caller has
+// checked that the registration exists and may receive it now; workers
+// check eligibility again before the attempt, as for every delivery.
+func EmitTo(ctx context.Context, tx *gorm.DB, webhookID int64, data any, now time.Time) (deliveryID string, err error) {
+	ev, err := insertEvent(ctx, tx, Event{Kind: WebhookTest, OccurredAt: now, Data: data})
+	if err != nil {
+		return "", err
+	}
+	ids, err := queue(ctx, tx, ev, []int64{webhookID})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// insertEvent writes ev's events row (giving it an id and a time when it
+// has none).
+func insertEvent(ctx context.Context, tx *gorm.DB, ev Event) (Event, error) {
 	if ev.ID == uuid.Nil {
 		ev.ID = uuid.New()
 	}
@@ -104,50 +149,47 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (int, error) {
 	}
 	payload, err := json.Marshal(ev.Data)
 	if err != nil {
-		return 0, fmt.Errorf("outbox: marshal %s payload: %w", ev.Kind, err)
+		return ev, fmt.Errorf("outbox: marshal %s payload: %w", ev.Kind, err)
 	}
-	tid := tenant.ID(ctx)
 	row := map[string]any{
-		"tenant_id": tid, "id": ev.ID.String(), "kind": ev.Kind,
+		"tenant_id": tenant.ID(ctx), "id": ev.ID.String(), "kind": ev.Kind,
 		"payload": string(payload), "occurred_at": ev.OccurredAt.UTC(),
 	}
 	if ev.ExpiresAt != nil {
 		row["expires_at"] = ev.ExpiresAt.UTC()
 	}
 	if err := tx.WithContext(ctx).Table("events").Create(row).Error; err != nil {
-		return 0, fmt.Errorf("outbox: insert %s event: %w", ev.Kind, err)
+		return ev, fmt.Errorf("outbox: insert %s event: %w", ev.Kind, err)
 	}
-	var hooks []int64
-	if err := o.eligible(ctx, tx, ev.Kind).Pluck("webhooks.id", &hooks).Error; err != nil {
-		return 0, fmt.Errorf("outbox: select %s registrations: %w", ev.Kind, err)
-	}
+	return ev, nil
+}
+
+// queue writes one pending delivery of ev per registration, due now, and
+// wakes the workers of every replica when the transaction commits
+// (PostgreSQL NOTIFY). It returns the deliveries' ids.
+func queue(ctx context.Context, tx *gorm.DB, ev Event, hooks []int64) ([]string, error) {
 	if len(hooks) == 0 {
-		return 0, nil
+		return nil, nil
 	}
+	tid := tenant.ID(ctx)
 	now := time.Now().UTC()
+	ids := make([]string, len(hooks))
 	rows := make([]map[string]any, 0, len(hooks))
-	for _, h := range hooks {
+	for i, h := range hooks {
+		ids[i] = uuid.NewString()
 		rows = append(rows, map[string]any{
-			"tenant_id": tid, "id": uuid.NewString(), "webhook_id": h, "event_id": ev.ID.String(),
+			"tenant_id": tid, "id": ids[i], "webhook_id": h, "event_id": ev.ID.String(),
 			"status": string(Pending), "attempts": 0, "next_attempt_at": now,
 			"created_at": now, "updated_at": now,
 		})
 	}
 	if err := tx.WithContext(ctx).Table("deliveries").Create(rows).Error; err != nil {
-		return 0, fmt.Errorf("outbox: insert %d deliveries: %w", len(rows), err)
+		return nil, fmt.Errorf("outbox: insert %d deliveries: %w", len(rows), err)
 	}
 	if tx.Dialector.Name() == "postgres" {
 		if err := tx.WithContext(ctx).Exec("SELECT pg_notify(?, '')", NotifyChannel).Error; err != nil {
-			return 0, fmt.Errorf("outbox: notify workers: %w", err)
+			return nil, fmt.Errorf("outbox: notify workers: %w", err)
 		}
 	}
-	if o.Notifier != nil {
-		// In-process wake-up. It fires before the commit (GORM has no commit
-		// hook): on SQLite the woken worker's claim waits for this
-		// transaction's write lock, so it sees the rows once they commit; a
-		// wake-up that finds nothing (rollback) costs one empty claim, and the
-		// poll fallback covers anything missed.
-		o.Notifier.Notify()
-	}
-	return len(rows), nil
+	return ids, nil
 }

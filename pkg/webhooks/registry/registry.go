@@ -451,6 +451,44 @@ func (s *Store) Deliveries(ctx context.Context, p *auth.Principal, webhookID int
 	return ds, total, err
 }
 
+// TestMessage is the message of every webhook.test event.
+const TestMessage = "A test event from finsvc: your endpoint received and can verify it."
+
+// Test queues a webhook.test event for the registration alone and returns
+// its delivery. Same rule as Redeliver: the caller must be allowed to
+// change the registration, and it must be active.
+func (s *Store) Test(ctx context.Context, p *auth.Principal, webhookID int64) (d *Delivery, err error) {
+	defer apperr.Wrap(&err, "registry.Test(%d)", webhookID)
+	if err := mayChange(p); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		w, err := s.get(ctx, s.db.ForUpdate(tx), p, webhookID)
+		if err != nil {
+			return err
+		}
+		if !w.Active {
+			return apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before testing.").
+				WithField("active", "the registration is inactive")
+		}
+		id, err := outbox.EmitTo(ctx, tx, webhookID, map[string]any{"webhook_id": webhookID, "message": TestMessage}, now)
+		if err != nil {
+			return err
+		}
+		var out Delivery
+		if err := s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).Where("deliveries.id = ?", id).Take(&out).Error; err != nil {
+			return err
+		}
+		d = &out
+		return nil
+	})
+	if err == nil && s.notifier != nil {
+		s.notifier.Notify()
+	}
+	return d, err
+}
+
 // Redeliver queues the delivery's event again for this registration: the
 // same event id and payload, signed afresh, attempted now with a fresh
 // retry schedule (attempts restart at 0). A delivery in flight, or one of
