@@ -17,6 +17,10 @@ import (
 // a 500 or a misleading 404; each request carries a valid token and a
 // valid body (the spec's example), so it reaches the handler. On
 // PostgreSQL the database then comes back and requests succeed again.
+// answersWithoutDatabase are the operations whose answer is read from the
+// spec at startup.
+var answersWithoutDatabase = map[string]bool{"listEventTypes": true}
+
 func TestDatabaseOutageEveryOperation(t *testing.T) {
 	ops := apiOps(t)
 	sort.Slice(ops, func(i, j int) bool { return ops[i].path+ops[i].method < ops[j].path+ops[j].method })
@@ -42,6 +46,10 @@ func TestDatabaseOutageEveryOperation(t *testing.T) {
 			restore := testdb.TakeDown(t, d)
 			for _, o := range ops {
 				r := acme.Do(o.method, fillPath(t, o), tok, exampleBody(t, o))
+				if answersWithoutDatabase[o.op.OperationID] {
+					r.Status(t, http.StatusOK)
+					continue
+				}
 				if r.Code != http.StatusServiceUnavailable {
 					t.Errorf("%s %s during an outage: %d %s", o.method, o.path, r.Code, r.Body)
 					continue

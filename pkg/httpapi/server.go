@@ -165,10 +165,6 @@ func New(deps Deps) (http.Handler, error) {
 		e.Use(m)
 	}
 
-	spec, err := Spec()
-	if err != nil {
-		return nil, err
-	}
 	types, err := eventTypes(spec)
 	if err != nil {
 		return nil, err
