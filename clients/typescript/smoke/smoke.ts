@@ -1,18 +1,21 @@
-// Smoke test of the typed client against a live `finsvc demo`.
+// Smoke test of the @finsvc/client package against a live `finsvc demo`.
 //
-// It does what an integrator's CI does: runs the OAuth authorization-code
-// flow (login, consent, code, token exchange at the token endpoint, with PKCE
-// and state checked), then calls the API through the client generated from
-// openapi/finsvc.yaml: /me, the client list, one act with its data points,
-// and a refresh-token rotation. Any deviation exits non-zero.
+// smoke.sh installs the packed tarball into a scratch project outside the
+// repository and compiles this file there, so it sees only what an
+// integrator sees: the package's exports map and its declarations. It runs
+// the OAuth authorization-code flow (login, consent, code, token exchange at
+// the token endpoint, with PKCE and state checked), then calls the API
+// through createClient: /me, the client list, one act with its data points,
+// a 404, and a refresh-token rotation. Any deviation exits non-zero. It
+// leaves the last tokens in ./tokens.json, as the README's curl steps do,
+// for the README's TypeScript example that smoke.sh runs next.
 //
 // Usage: node dist/smoke.js <path to demo.json>
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
-import dns from "node:dns";
-import createClient from "openapi-fetch";
-import { Agent, fetch as undiciFetch, Request as UndiciRequest } from "undici";
-import type { paths, components } from "./schema.js";
+import { closeLocalConnections, createClient, localhostFetch, tenantAddress } from "@finsvc/client";
+import type { Schema } from "@finsvc/client";
+import type { components } from "@finsvc/client/schema";
 
 type Demo = {
   base_url: string;
@@ -24,21 +27,9 @@ type Demo = {
   redirect_uri: string;
 };
 
-// Tenants live on subdomains (demo.localhost); resolve *.localhost to
-// loopback ourselves, since the system resolver may not.
-const agent = new Agent({
-  connect: {
-    lookup: (host: string, opts: dns.LookupOptions, cb: (...args: any[]) => void) => {
-      if (host === "localhost" || host.endsWith(".localhost")) {
-        return opts && opts.all ? cb(null, [{ address: "127.0.0.1", family: 4 }]) : cb(null, "127.0.0.1", 4);
-      }
-      return dns.lookup(host, opts, cb);
-    },
-  },
-});
-
-const httpFetch = (input: string | URL | UndiciRequest, init: Record<string, unknown> = {}) =>
-  undiciFetch(input as any, { ...init, dispatcher: agent } as any);
+// Token and sign-in requests go to demo.localhost, which the system
+// resolver may not know: localhostFetch dials it on loopback.
+const httpFetch = localhostFetch;
 
 function fail(msg: string): never {
   throw new Error(msg);
@@ -148,6 +139,9 @@ async function authorize(demo: Demo): Promise<{ code: string; verifier: string }
 }
 
 type Tokens = components["schemas"]["TokenResponse"];
+// The same type through the package's Schema helper.
+const _same: Schema<"TokenResponse"> | undefined = undefined as Tokens | undefined;
+void _same;
 
 async function token(demo: Demo, body: Record<string, string>): Promise<Tokens> {
   const res = await httpFetch(new URL("/api/oauth/token", demo.base_url).toString(), {
@@ -169,17 +163,17 @@ async function main() {
   const first = await token(demo, { grant_type: "authorization_code", code, redirect_uri: demo.redirect_uri, code_verifier: verifier });
   console.log(`token: issued (expires_in ${first.expires_in}s, scope "${first.scope}")`);
 
-  const api = createClient<paths>({
-    baseUrl: demo.base_url,
-    fetch: (req: Request) => httpFetch(req as any) as unknown as Promise<Response>,
-    Request: UndiciRequest as unknown as typeof Request,
-    headers: { Authorization: `Bearer ${first.access_token}` },
-  });
+  const api = createClient({ baseUrl: demo.base_url, tenant: demo.tenant, token: first.access_token });
+  // The same tenant addressed by IP: dialled as given, with the tenant's host name.
+  const byIP = createClient({ baseUrl: demo.base_url.replace(`${demo.tenant}.localhost`, "127.0.0.1"), tenant: demo.tenant, token: async () => first.access_token });
+  check(tenantAddress("https://finsvc.example.com", "acme").url === "https://acme.finsvc.example.com", "tenant host under a domain");
 
   const me = await api.GET("/api/1.0/me");
   check(me.response.status === 200 && me.data, `GET /me: ${me.response.status} ${JSON.stringify(me.error)}`);
   check(me.data.organization === demo.tenant, `me.organization = ${me.data.organization}`);
   console.log(`me: ${me.data.email} (${me.data.role}) in ${me.data.organization}`);
+  const me2 = await byIP.GET("/api/1.0/me");
+  check(me2.response.status === 200 && me2.data?.organization === demo.tenant, `GET /me by IP: ${me2.response.status} ${JSON.stringify(me2.error)}`);
 
   const clients = await api.GET("/api/1.0/clients", { params: { query: { page: 1, limit: 5 } } });
   check(clients.response.status === 200 && clients.data, `GET /clients: ${clients.response.status} ${JSON.stringify(clients.error)}`);
@@ -207,13 +201,17 @@ async function main() {
   const reuseBody = (await reuse.json()) as { error?: string };
   check(reuse.status === 400 && reuseBody.error === "invalid_grant", `reused refresh token: ${reuse.status} ${JSON.stringify(reuseBody)}`);
   console.log("refresh: rotated; reuse refused with invalid_grant");
-  console.log("typescript smoke: 6 passed, 0 failed");
+  // Reuse revoked the whole grant (second included): sign in again, as the
+  // README's steps 3 and 4 do, and leave those tokens for example.ts.
+  const again = await authorize(demo);
+  const fresh = await token(demo, { grant_type: "authorization_code", code: again.code, redirect_uri: demo.redirect_uri, code_verifier: again.verifier });
+  writeFileSync("tokens.json", JSON.stringify(fresh, null, 2));
+  console.log("typescript smoke: 7 passed, 0 failed");
 }
 
 main()
-  .then(() => agent.close())
   .catch((err) => {
     console.error(`typescript smoke failed: ${err instanceof Error ? err.message : err}`);
     process.exitCode = 1;
-    return agent.close();
-  });
+  })
+  .finally(closeLocalConnections);
