@@ -91,6 +91,9 @@ func ValidateResponse(req *http.Request, resp *http.Response, body []byte) error
 		return fmt.Errorf("%s %s → %d does not conform to the OpenAPI document: %w\nbody: %s",
 			req.Method, req.URL.Path, resp.StatusCode, err, truncate(body, 2000))
 	}
+	if err := validateResponseSecond(req, resp, body); err != nil {
+		return fmt.Errorf("%w\nbody: %s", err, truncate(body, 2000))
+	}
 	return undeclaredHeaders(route.Operation, resp)
 }
 
@@ -223,5 +226,5 @@ func ValidateEvent(body []byte) error {
 	if err := ref.Value.VisitJSON(generic, openapi3.MultiErrors()); err != nil {
 		return fmt.Errorf("%s delivery does not match %s: %w", kind, name, err)
 	}
-	return nil
+	return validateEventSecond(name, body)
 }

@@ -42,3 +42,38 @@ func TestUndeclaredMiddlewareHeader(t *testing.T) {
 		t.Fatalf("undeclared Retry-After accepted: %v", err)
 	}
 }
+
+// The second validator on its own: it accepts what the document allows and
+// refuses what it does not, for responses and for webhook payloads, so that
+// a pass through both validators means two implementations agreed.
+func TestSecondValidator(t *testing.T) {
+	req := httptest.NewRequest("GET", "/api/1.0/clients", nil)
+	ok := []byte(`{"data":[{"id":1,"company_name":"Nordic Timber AS","org_number":"923456781","country":"NO","credit_limit":250000.00,
+	  "created_at":"2026-01-05T09:30:00Z","updated_at":"2026-01-05T09:30:00Z"}],"meta":{"current_page":1,"per_page":25,"total":1}}`)
+	resp := func() *http.Response {
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}}
+	}
+	if err := validateResponseSecond(req, resp(), ok); err != nil {
+		t.Fatalf("a valid page refused: %v", err)
+	}
+	for name, body := range map[string]string{
+		"id as a string":        strings.Replace(string(ok), `"id":1`, `"id":"1"`, 1),
+		"country too long":      strings.Replace(string(ok), `"country":"NO"`, `"country":"NOR"`, 1),
+		"missing total":         strings.Replace(string(ok), `,"total":1`, ``, 1),
+		"credit_limit negative": strings.Replace(string(ok), `250000.00`, `-1`, 1),
+	} {
+		if err := validateResponseSecond(req, resp(), []byte(body)); err == nil {
+			t.Errorf("%s: accepted by libopenapi-validator", name)
+		}
+	}
+
+	event := []byte(`{"id":"0b7e2c4a-6d1f-4e8a-9b3c-5d7f9a1b3c5e","event":"webhook.test","occurred_at":"2026-03-02T09:15:00Z",
+	  "data":{"webhook_id":1,"message":"A test event from finsvc."}}`)
+	if err := validateEventSecond("WebhookTestEvent", event); err != nil {
+		t.Fatalf("a valid event refused: %v", err)
+	}
+	bad := strings.Replace(string(event), `"webhook_id":1`, `"webhook_id":"one"`, 1)
+	if err := validateEventSecond("WebhookTestEvent", []byte(bad)); err == nil {
+		t.Fatal("a bad event accepted by libopenapi-validator")
+	}
+}
