@@ -206,13 +206,23 @@ const actUUID = `(substr(md5('act' || g), 1, 12) || '4' || substr(md5('act' || g
 
 func seedScale(d *gorm.DB, tid int64, have, want int) error {
 	// Acts the API created since the last growth (the bulk PUT and fetch
-	// request targets) took creation numbers: the seeded ones go after
-	// them.
-	var next int64
-	if err := d.Raw(`SELECT COALESCE(max(next_id), 0) FROM id_sequences WHERE tenant_id = ? AND name = ?`, tid, acts.SeqName).Scan(&next).Error; err != nil {
+	// request targets) took creation numbers and data point ids: the
+	// seeded ones go after them.
+	next := func(seq string) (int64, error) {
+		var n int64
+		err := d.Raw(`SELECT COALESCE(max(next_id), 0) FROM id_sequences WHERE tenant_id = ? AND name = ?`, tid, seq).Scan(&n).Error
+		return n, err
+	}
+	nextSeq, err := next(acts.SeqName)
+	if err != nil {
 		return err
 	}
-	off := max(0, next-int64(have/5)-1)
+	nextDP, err := next("data_points")
+	if err != nil {
+		return err
+	}
+	off := max(0, nextSeq-int64(have/5)-1)
+	dpOff := max(0, nextDP-int64(have/5*10)-1)
 	for _, q := range []struct {
 		sql  string
 		args []any
@@ -230,9 +240,9 @@ func seedScale(d *gorm.DB, tid int64, have, want int) error {
 		 ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = EXCLUDED.next_id`,
 			[]any{tid, want, off}},
 		{`INSERT INTO data_points (tenant_id, id, act_uuid, template_field_id, position, key, name, type, source, value)
-		 SELECT ?, (g - 1) * 10 + f, ` + actUUID + `, f, f, 'f' || f, 'Field ' || f, 'text', 'manual', 'v' || g
+		 SELECT ?, (g - 1) * 10 + f + ?::bigint, ` + actUUID + `, f, f, 'f' || f, 'Field ' || f, 'text', 'manual', 'v' || g
 		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g, generate_series(1, 10) f`,
-			[]any{tid, have, want}},
+			[]any{tid, dpOff, have, want}},
 	} {
 		if err := d.Exec(q.sql, q.args...).Error; err != nil {
 			return err
