@@ -1439,8 +1439,14 @@ type TokenResponse struct {
 
 // User A user of the tenant.
 type User struct {
+	// Active False once the user is deactivated (`DELETE /api/1.0/users/{user_id}`).
+	Active bool `json:"active"`
+
 	// CreatedAt When the user was created.
 	CreatedAt time.Time `json:"created_at"`
+
+	// DeactivatedAt When the user was deactivated; null while active.
+	DeactivatedAt *time.Time `json:"deactivated_at"`
 
 	// Email Sign-in email.
 	Email openapi_types.Email `json:"email"`
@@ -1455,6 +1461,30 @@ type User struct {
 	Role Role `json:"role"`
 }
 
+// UserCreate defines model for UserCreate.
+type UserCreate struct {
+	// Email Sign-in email, unique in the tenant (compared in lower case).
+	Email string `json:"email"`
+
+	// Name Display name.
+	Name *string `json:"name,omitempty"`
+
+	// Password The initial password (8 to 1024 characters); omit it to have one generated.
+	Password *string `json:"password,omitempty"`
+
+	// Role `viewer` reads; `member` also writes clients and acts and registers webhooks; `admin` does everything.
+	Role Role `json:"role"`
+}
+
+// UserCreated A new user, and the password generated for it when none was given.
+type UserCreated struct {
+	// OneTimePassword The generated password, shown this once (only its hash is kept); null when the request set one.
+	OneTimePassword *string `json:"one_time_password"`
+
+	// User A user of the tenant.
+	User User `json:"user"`
+}
+
 // UserList A page of users.
 type UserList struct {
 	// Data The users on this page.
@@ -1462,6 +1492,15 @@ type UserList struct {
 
 	// Meta Pagination metadata of a list response.
 	Meta PageMeta `json:"meta"`
+}
+
+// UserUpdate defines model for UserUpdate.
+type UserUpdate struct {
+	// Name Display name.
+	Name *string `json:"name,omitempty"`
+
+	// Role `viewer` reads; `member` also writes clients and acts and registers webhooks; `admin` does everything.
+	Role *Role `json:"role,omitempty"`
 }
 
 // Webhook A webhook registration (without its secret).
@@ -1666,6 +1705,9 @@ type Page = int
 // TemplateId defines model for TemplateId.
 type TemplateId = int64
 
+// UserId defines model for UserId.
+type UserId = int64
+
 // WebhookId defines model for WebhookId.
 type WebhookId = int64
 
@@ -1826,6 +1868,17 @@ type ListUsersParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateUserParams defines parameters for CreateUser.
+type CreateUserParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+	// not stored: retrying it with the same key runs it again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListWebhooksParams defines parameters for ListWebhooks.
@@ -2006,6 +2059,12 @@ type CreateTemplateJSONRequestBody = TemplateInput
 
 // UpdateTemplateJSONRequestBody defines body for UpdateTemplate for application/json ContentType.
 type UpdateTemplateJSONRequestBody = TemplateInput
+
+// CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
+type CreateUserJSONRequestBody = UserCreate
+
+// UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
+type UpdateUserJSONRequestBody = UserUpdate
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookCreate

@@ -183,6 +183,11 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if o.hashParams != nil {
 		userOpts = append(userOpts, users.WithHashParams(*o.hashParams))
 	}
+	// Deactivating a user revokes its tokens in the OAuth store, which is
+	// built below with the user store (sign-in needs it).
+	userOpts = append(userOpts, users.WithRevoker(users.RevokerFunc(func(ctx context.Context, id int64) error {
+		return a.oauth.Store().RevokeUser(ctx, id)
+	})))
 	userStore := users.NewStore(a.db, userOpts...)
 	limiter := o.limiter
 	if limiter == nil {

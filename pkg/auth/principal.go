@@ -54,7 +54,7 @@ var ScopeDescriptions = map[string]string{
 	ScopeWebhooksRead:   "Read webhook registrations and the delivery log",
 	ScopeWebhooksWrite:  "Register, change and delete webhooks",
 	ScopeUsersRead:      "Read the tenant's users: names, email addresses and roles (admins only)",
-	ScopeUsersWrite:     "Change the tenant's users (admins only; no operation needs it yet)",
+	ScopeUsersWrite:     "Create users, change their names and roles, deactivate them (admins only)",
 	ScopeOfflineAccess:  "Keep access through refresh tokens",
 }
 

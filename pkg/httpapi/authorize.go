@@ -34,8 +34,12 @@ type role struct {
 // it needs. An operation missing here makes New fail: a new endpoint cannot
 // ship without someone deciding who may call it.
 var roles = map[string]role{
-	"getMe":     {action: auth.Read},
-	"listUsers": {action: auth.Admin, doing: "list users"},
+	"getMe":      {action: auth.Read},
+	"listUsers":  {action: auth.Admin, doing: "list users"},
+	"getUser":    {action: auth.Admin, doing: "read users"},
+	"createUser": {action: auth.Admin, doing: "create users"},
+	"updateUser": {action: auth.Admin, doing: "change users"},
+	"deleteUser": {action: auth.Admin, doing: "deactivate users"},
 
 	"listClients":  {action: auth.Read},
 	"getClient":    {action: auth.Read},

@@ -8,6 +8,7 @@ import (
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/users"
 )
 
 // ListUsers is GET /users: admins with the users:read scope (authorize.go).
@@ -21,11 +22,72 @@ func (h *Handlers) ListUsers(ctx context.Context, req apiserver.ListUsersRequest
 		return nil, err
 	}
 	out := apiserver.ListUsers200JSONResponse{Data: make([]models.User, len(list)), Meta: pageMeta(pr, total)}
-	for i, u := range list {
-		out.Data[i] = models.User{
-			Id: u.ID, Email: openapi_types.Email(u.Email), Name: u.Name,
-			Role: models.Role(u.Role), CreatedAt: u.CreatedAt.UTC(),
-		}
+	for i := range list {
+		out.Data[i] = userJSON(&list[i])
 	}
 	return out, nil
+}
+
+// CreateUser is POST /users.
+func (h *Handlers) CreateUser(ctx context.Context, req apiserver.CreateUserRequestObject) (apiserver.CreateUserResponseObject, error) {
+	b := req.Body
+	u, generated, err := h.svc.Users.CreateWithPassword(ctx, b.Email, deref(b.Name), string(b.Role), deref(b.Password))
+	if err != nil {
+		return nil, err
+	}
+	out := apiserver.CreateUser201JSONResponse{User: userJSON(u)}
+	if generated != "" {
+		out.OneTimePassword = &generated
+	}
+	return out, nil
+}
+
+// GetUser is GET /users/{user_id}.
+func (h *Handlers) GetUser(ctx context.Context, req apiserver.GetUserRequestObject) (apiserver.GetUserResponseObject, error) {
+	u, err := h.svc.Users.Get(ctx, req.UserId)
+	if err != nil {
+		return nil, err
+	}
+	return apiserver.GetUser200JSONResponse(userJSON(u)), nil
+}
+
+// UpdateUser is PATCH /users/{user_id}.
+func (h *Handlers) UpdateUser(ctx context.Context, req apiserver.UpdateUserRequestObject) (apiserver.UpdateUserResponseObject, error) {
+	var role *string
+	if req.Body.Role != nil {
+		r := string(*req.Body.Role)
+		role = &r
+	}
+	u, err := h.svc.Users.Update(ctx, req.UserId, req.Body.Name, role)
+	if err != nil {
+		return nil, err
+	}
+	return apiserver.UpdateUser200JSONResponse(userJSON(u)), nil
+}
+
+// DeleteUser is DELETE /users/{user_id}: it deactivates the user.
+func (h *Handlers) DeleteUser(ctx context.Context, req apiserver.DeleteUserRequestObject) (apiserver.DeleteUserResponseObject, error) {
+	if err := h.svc.Users.Deactivate(ctx, req.UserId); err != nil {
+		return nil, err
+	}
+	return apiserver.DeleteUser204Response{}, nil
+}
+
+func userJSON(u *users.User) models.User {
+	out := models.User{
+		Id: u.ID, Email: openapi_types.Email(u.Email), Name: u.Name,
+		Role: models.Role(u.Role), Active: u.Active(), CreatedAt: u.CreatedAt.UTC(),
+	}
+	if u.DeactivatedAt != nil {
+		t := u.DeactivatedAt.UTC()
+		out.DeactivatedAt = &t
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

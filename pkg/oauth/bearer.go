@@ -54,7 +54,7 @@ func (s *Service) AuthenticateBearer(ctx context.Context, token string) (*auth.P
 	var row bearerRow
 	err := tenant.Scope(ctx, s.hotDB.Table("oauth_access_tokens")).
 		Select("oauth_access_tokens.user_id, oauth_access_tokens.client_id, oauth_access_tokens.granted_scopes, oauth_access_tokens.expires_at, users.role").
-		Joins("JOIN users ON users.tenant_id = oauth_access_tokens.tenant_id AND users.id = oauth_access_tokens.user_id").
+		Joins("JOIN users ON users.tenant_id = oauth_access_tokens.tenant_id AND users.id = oauth_access_tokens.user_id AND users.deactivated_at IS NULL").
 		Where("oauth_access_tokens.signature = ? AND oauth_access_tokens.active = ?", sig, true).
 		Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {

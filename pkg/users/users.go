@@ -5,8 +5,10 @@ package users
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/mail"
 	"strings"
 	"time"
@@ -32,7 +34,14 @@ type User struct {
 	PasswordHash string    `json:"-"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+	// DeactivatedAt is when the user was deactivated (nil: active). A
+	// deactivated user cannot sign in, its tokens are revoked and refused,
+	// and its webhook registrations receive nothing.
+	DeactivatedAt *time.Time `json:"deactivated_at"`
 }
+
+// Active reports whether the user may sign in and act.
+func (u *User) Active() bool { return u.DeactivatedAt == nil }
 
 // TableName pins the table regardless of GORM naming settings.
 func (User) TableName() string { return "users" }
@@ -48,9 +57,27 @@ const (
 
 // Store reads and writes users of the tenant in the context.
 type Store struct {
-	db     *db.DB
-	hasher *hasher
+	db      *db.DB
+	hasher  *hasher
+	revoker Revoker
+	now     db.Clock
 }
+
+// Revoker ends everything a user holds outside this table: access and
+// refresh tokens, authorization codes, consents and sign-in sessions
+// (pkg/oauth's store).
+type Revoker interface {
+	RevokeUser(ctx context.Context, userID int64) error
+}
+
+// RevokerFunc adapts a function to Revoker.
+type RevokerFunc func(ctx context.Context, userID int64) error
+
+// RevokeUser calls f.
+func (f RevokerFunc) RevokeUser(ctx context.Context, userID int64) error { return f(ctx, userID) }
+
+// WithRevoker sets what Deactivate calls to revoke the user's tokens.
+func WithRevoker(r Revoker) Option { return func(s *Store) { s.revoker = r } }
 
 // Option configures a Store.
 type Option func(*Store)
@@ -74,6 +101,154 @@ func NewStore(d *db.DB, opts ...Option) *Store {
 // NormalizeEmail lowercases and trims an email address; emails are unique
 // per tenant in this form.
 func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+// oneTimePasswordLen is the length of a generated password: 20 characters
+// of a 56-letter alphabet, about 116 bits.
+const oneTimePasswordLen = 20
+
+// CreateWithPassword is Create for the API: when password is empty a
+// random one is generated and returned (once; only its hash is kept).
+func (s *Store) CreateWithPassword(ctx context.Context, email, name, role, password string) (u *User, generated string, err error) {
+	if password == "" {
+		if generated, err = randomPassword(); err != nil {
+			return nil, "", err
+		}
+		password = generated
+	}
+	u, err = s.Create(ctx, email, name, role, password)
+	if err != nil {
+		return nil, "", err
+	}
+	return u, generated, nil
+}
+
+// randomPassword draws from letters and digits without the look-alikes
+// (0/O, 1/l/I), so that a password read off a screen is typed right.
+func randomPassword() (string, error) {
+	const alphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	b := make([]byte, oneTimePasswordLen)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", fmt.Errorf("users: generate a password: %w", err)
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return string(b), nil
+}
+
+// Update changes a user's name and/or role (nil: unchanged). Demoting the
+// tenant's last active admin is refused (apperr.Invalid on role).
+func (s *Store) Update(ctx context.Context, id int64, name, role *string) (_ *User, err error) {
+	defer apperr.Wrap(&err, "users.Update(%d)", id)
+	fe := apperr.FieldErrors{}
+	if name != nil {
+		n := strings.TrimSpace(*name)
+		name = &n
+		if utf8.RuneCountInString(n) > maxNameLen {
+			fe.Add("name", fmt.Sprintf("must be at most %d characters", maxNameLen))
+		}
+	}
+	if role != nil && !auth.ValidRole(*role) {
+		fe.Add("role", "must be one of admin, member, viewer")
+	}
+	if err := fe.Err(apperr.Invalid, "invalid user"); err != nil {
+		return nil, err
+	}
+	var out User
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		u, err := s.lockAdmins(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		set := map[string]any{"updated_at": s.now.Now()}
+		if name != nil {
+			set["name"] = *name
+		}
+		if role != nil && *role != u.Role {
+			if u.Role == auth.RoleAdmin {
+				if err := s.notLastAdmin(ctx, tx, u); err != nil {
+					return err
+				}
+			}
+			set["role"] = *role
+		}
+		if err := tenant.Scope(ctx, tx).Model(&User{}).Where("id = ?", id).Updates(set).Error; err != nil {
+			return err
+		}
+		return tenant.Scope(ctx, tx).Where("id = ?", id).Take(&out).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Deactivate deactivates user id: it can no longer sign in, its tokens
+// and sessions are revoked (Revoker) and bearer checks refuse it at once,
+// and its webhook registrations stop receiving events. The row stays. The
+// tenant's last active admin cannot be deactivated (apperr.Invalid on
+// role). Deactivating a deactivated user revokes again and succeeds, so a
+// retry after a failure finishes the job.
+func (s *Store) Deactivate(ctx context.Context, id int64) (err error) {
+	defer apperr.Wrap(&err, "users.Deactivate(%d)", id)
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		u, err := s.lockAdmins(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if !u.Active() {
+			return nil
+		}
+		if u.Role == auth.RoleAdmin {
+			if err := s.notLastAdmin(ctx, tx, u); err != nil {
+				return err
+			}
+		}
+		now := s.now.Now()
+		return tenant.Scope(ctx, tx).Model(&User{}).Where("id = ?", id).
+			Updates(map[string]any{"deactivated_at": now, "updated_at": now}).Error
+	})
+	if err != nil || s.revoker == nil {
+		return err
+	}
+	return s.revoker.RevokeUser(ctx, id)
+}
+
+// lockAdmins locks the tenant's active admins and user id, in id order
+// (so that two admins demoting each other wait for one another instead of
+// deadlocking), and returns user id. PostgreSQL re-reads a row it waited
+// for, so a demotion that committed meanwhile is seen.
+func (s *Store) lockAdmins(ctx context.Context, tx *gorm.DB, id int64) (*User, error) {
+	var rows []User
+	err := tenant.Scope(ctx, s.db.ForUpdate(tx)).
+		Where("(role = ? AND deactivated_at IS NULL) OR id = ?", auth.RoleAdmin, id).Order("id").Find(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		if rows[i].ID == id {
+			return &rows[i], nil
+		}
+	}
+	return nil, apperr.E(apperr.NotFound, "user not found")
+}
+
+// notLastAdmin refuses to take away u's admin rights when no other active
+// admin is left (the rows are locked by lockAdmins).
+func (s *Store) notLastAdmin(ctx context.Context, tx *gorm.DB, u *User) error {
+	var others int64
+	err := tenant.Scope(ctx, tx.Model(&User{})).
+		Where("role = ? AND deactivated_at IS NULL AND id <> ?", auth.RoleAdmin, u.ID).Count(&others).Error
+	if err != nil {
+		return err
+	}
+	if others == 0 {
+		return apperr.E(apperr.Invalid, "the tenant's last admin cannot be demoted or deactivated").
+			WithField("role", "the tenant must keep at least one active admin; make another user admin first")
+	}
+	return nil
+}
 
 // Create adds a user to the current tenant. Invalid input is apperr.Invalid
 // with field messages (email, name, role, password); an email already in use
@@ -205,6 +380,11 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 		return nil, fail
 	}
 	u, err := s.ByEmail(ctx, email)
+	if err == nil && !u.Active() {
+		// Same answer and the same time as an unknown email.
+		s.hasher.verify(s.hasher.dummy(), password)
+		return nil, fail
+	}
 	if apperr.Is(err, apperr.NotFound) {
 		s.hasher.verify(s.hasher.dummy(), password)
 		return nil, fail

@@ -229,12 +229,12 @@ func TestJSONOmitsSecrets(t *testing.T) {
 	}
 	var m map[string]any
 	json.Unmarshal(b, &m)
-	for _, k := range []string{"id", "email", "name", "role", "created_at", "updated_at"} {
+	for _, k := range []string{"id", "email", "name", "role", "created_at", "updated_at", "deactivated_at"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, b)
 		}
 	}
-	if len(m) != 6 || strings.Contains(string(b), "argon2id") {
+	if len(m) != 7 || strings.Contains(string(b), "argon2id") {
 		t.Errorf("JSON has extra or secret fields: %s", b)
 	}
 }

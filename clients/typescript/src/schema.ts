@@ -37,11 +37,51 @@ export interface paths {
          */
         get: operations["listUsers"];
         put?: never;
-        post?: never;
+        /**
+         * Create a user
+         * @description Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
+         *     `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+         */
+        post: operations["createUser"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/1.0/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a user
+         * @description Admins only, with the `users:read` scope. Deactivated users are returned with `active` false.
+         */
+        get: operations["getUser"];
+        put?: never;
+        post?: never;
+        /**
+         * Deactivate a user
+         * @description Admins only, with the `users:write` scope. The user can no longer sign in, every token and session of theirs is
+         *     revoked at once, and their webhook registrations stop receiving events; the user stays listed with `active`
+         *     false, and their history keeps their name. The tenant's last active admin cannot be deactivated (400 with
+         *     `errors.role`). Deactivating a deactivated user succeeds again.
+         */
+        delete: operations["deleteUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a user's name or role
+         * @description Admins only, with the `users:write` scope. The tenant's last active admin cannot be demoted (400 with
+         *     `errors.role`). A role change applies to the user's existing tokens at once.
+         */
+        patch: operations["updateUser"];
         trace?: never;
     };
     "/api/1.0/clients": {
@@ -825,11 +865,38 @@ export interface components {
             /** @description Display name. */
             name: string;
             role: components["schemas"]["Role"];
+            /** @description False once the user is deactivated (`DELETE /api/1.0/users/{user_id}`). */
+            active: boolean;
+            /**
+             * Format: date-time
+             * @description When the user was deactivated; null while active.
+             */
+            deactivated_at: string | null;
             /**
              * Format: date-time
              * @description When the user was created.
              */
             created_at: string;
+        };
+        /** @description A new user, and the password generated for it when none was given. */
+        UserCreated: {
+            user: components["schemas"]["User"];
+            /** @description The generated password, shown this once (only its hash is kept); null when the request set one. */
+            one_time_password: string | null;
+        };
+        UserCreate: {
+            /** @description Sign-in email, unique in the tenant (compared in lower case). */
+            email: string;
+            /** @description Display name. */
+            name?: string;
+            role: components["schemas"]["Role"];
+            /** @description The initial password (8 to 1024 characters); omit it to have one generated. */
+            password?: string;
+        };
+        UserUpdate: {
+            /** @description Display name. */
+            name?: string;
+            role?: components["schemas"]["Role"];
         };
         /** @description The authenticated user. */
         Me: {
@@ -2034,6 +2101,8 @@ export interface components {
         Page: number;
         /** @description Items per page. */
         Limit: number;
+        /** @description The user id. */
+        UserId: number;
         /** @description The client id. */
         ClientId: number;
         /** @description The template id. */
@@ -2142,6 +2211,172 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
+                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
+                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
+                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
+                 *     not stored: retrying it with the same key runs it again.
+                 * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ola.nordmann@demo.localhost",
+                 *       "name": "Ola Nordmann",
+                 *       "role": "member"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UserCreate"];
+            };
+        };
+        responses: {
+            /** @description The new user, with the generated password when none was given. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deactivated. */
+            204: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "viewer"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UserUpdate"];
+            };
+        };
+        responses: {
+            /** @description The user after the change. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];

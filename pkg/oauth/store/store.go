@@ -402,6 +402,27 @@ func (s *Store) revokeFamilyOf(ctx context.Context, table, signature string) err
 	})
 }
 
+// RevokeUser ends everything user holds with every app: consents, access
+// tokens (deleted, so that every replica's token cache drops them), refresh
+// tokens and codes (deactivated) and sign-in sessions. users.Store calls
+// it when the user is deactivated.
+func (s *Store) RevokeUser(ctx context.Context, userID int64) error {
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		tctx := context.WithValue(ctx, txKey{}, tx)
+		for _, t := range []string{"oauth_consents", tableAccess, "web_sessions"} {
+			if err := s.table(tctx, t).Where("user_id = ?", userID).Delete(map[string]any{}).Error; err != nil {
+				return fmt.Errorf("oauth store: revoke user %d: %s: %w", userID, t, err)
+			}
+		}
+		for _, t := range []string{tableRefresh, tableCodes} {
+			if err := s.table(tctx, t).Where("user_id = ?", userID).Update("active", false).Error; err != nil {
+				return fmt.Errorf("oauth store: revoke user %d: %s: %w", userID, t, err)
+			}
+		}
+		return nil
+	})
+}
+
 // RevokeUserApp removes a user's grant to an app: the remembered consent,
 // every access token (deleted) and refresh token (deactivated), and unused
 // codes. Used by /account/apps.

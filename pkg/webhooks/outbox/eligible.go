@@ -15,7 +15,8 @@ type condition struct{ sql, reason string }
 
 // conditions is the eligibility rule, written once: a registration receives
 // an event when it is active, its target is https:// (or http:// when
-// allowed), and the user who created it still exists in the tenant (every
+// allowed), and the user who created it still exists in the tenant and is
+// not deactivated (every
 // user of a tenant may read its acts, so an existing user is one with access
 // to the act). Emit applies it when an event is written; delivery workers
 // apply it again before every attempt (IneligibleSQL), because any of it may
@@ -30,7 +31,7 @@ func (p Policy) conditions() []condition {
 	}
 	return []condition{
 		{"webhooks.active", "registration is inactive"},
-		{"EXISTS (SELECT 1 FROM users u WHERE u.tenant_id = webhooks.tenant_id AND u.id = webhooks.created_by_user_id)",
+		{"EXISTS (SELECT 1 FROM users u WHERE u.tenant_id = webhooks.tenant_id AND u.id = webhooks.created_by_user_id AND u.deactivated_at IS NULL)",
 			"the registering user no longer has access"},
 		{target, "target is not https"},
 	}
