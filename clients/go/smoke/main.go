@@ -2,8 +2,9 @@
 // does, against a live `finsvc demo`: the authorization-code flow with PKCE
 // through golang.org/x/oauth2 (signing in and allowing on the server's own
 // pages), then API calls through finsvc.New, a refresh through the token
-// source, and a 404 in the error format. smoke.sh builds it in a scratch
-// module outside the repository that requires only the client module.
+// source, and a 404 in the error format; it leaves the last tokens in
+// ./tokens.json. smoke.sh builds it in a scratch module outside the
+// repository that requires only the client module.
 //
 //	go run . <path to demo.json>
 package main
@@ -128,7 +129,13 @@ func run(path string) error {
 		return fmt.Errorf("refresh did not rotate the tokens: %v", err)
 	}
 	fmt.Println("refresh: rotated")
-	return nil
+	// Leave the tokens where the README's steps do, for example/main.go,
+	// which smoke.sh runs next.
+	b, err = json.Marshal(fresh)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile("tokens.json", b, 0o600)
 }
 
 func body(r interface{ StatusCode() int }) string {
