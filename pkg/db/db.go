@@ -34,10 +34,17 @@ const SQLiteFile = "finsvc.db"
 // server caps them (max_connections, default 100), so each replica keeps a
 // bounded pool and recycles connections so that a failover or a pgbouncer
 // restart is picked up. SQLite connections are cheap; WAL lets readers run
-// beside the single writer, and busy_timeout queues writers.
+// beside the single writer, and busy_timeout queues writers. As many
+// PostgreSQL connections may stay idle as may be open: with fewer, a load
+// that keeps more than the idle limit busy (32 webhook attempts, each with
+// its own statements) closes a connection every time one comes back over
+// the limit and opens another moments later, a new server backend each
+// time; in BenchmarkFairThroughput that was one connection per six
+// deliveries and halved the throughput (BENCHMARKS.md, "Webhook delivery").
+// Idle connections still close after pgConnMaxIdleTime.
 const (
 	pgMaxOpenConns     = 20
-	pgMaxIdleConns     = 10
+	pgMaxIdleConns     = 20
 	pgConnMaxLifetime  = 30 * time.Minute
 	pgConnMaxIdleTime  = 5 * time.Minute
 	sqliteMaxOpenConns = 8

@@ -2,9 +2,14 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/pkg/db"
@@ -37,8 +42,10 @@ type Claimed struct {
 // advisory lock taken before the claim statement: under READ COMMITTED the
 // statement's snapshot then includes every earlier claim, so the in-flight
 // count is exact and two replicas cannot both fill the same registration's
-// last slot. A claim is one short statement, so the lock is held briefly.
-// On SQLite the statement runs under the database write lock.
+// last slot. The lock and the claim are sent as one pipelined batch (one
+// round trip, one implicit transaction: see claimPipelined), so the lock is
+// held only while the server runs the claim, never across a round trip to
+// this process. On SQLite the statement runs under the database write lock.
 
 // A row is due when it is pending and its time has come, or when it is
 // delivering but its lease has expired (its worker died).
@@ -131,12 +138,17 @@ func Claim(ctx context.Context, d *db.DB, r ClaimRequest) ([]Claimed, error) {
 	var rows []Claimed
 	var err error
 	if d.Dialect == db.Postgres {
-		err = d.Tx(ctx, func(tx *gorm.DB) error {
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", claimLock).Error; err != nil {
-				return err
-			}
-			return tx.Raw(claimPostgres, args).Scan(&rows).Error
-		})
+		rows, err = claimPipelined(ctx, d, r)
+		if errors.Is(err, errNoPgxConn) {
+			// Inside a transaction (or on a pool that hides its
+			// connections): the same two statements, in that transaction.
+			err = d.Tx(ctx, func(tx *gorm.DB) error {
+				if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", claimLock).Error; err != nil {
+					return err
+				}
+				return tx.Raw(claimPostgres, args).Scan(&rows).Error
+			})
+		}
 	} else {
 		// One statement under the database write lock: no transaction
 		// needed.
@@ -146,4 +158,77 @@ func Claim(ctx context.Context, d *db.DB, r ClaimRequest) ([]Claimed, error) {
 		return nil, fmt.Errorf("outbox: claim deliveries: %w", err)
 	}
 	return rows, nil
+}
+
+// claimPostgresPositional is claimPostgres with pgx's positional parameters
+// (claimPipelined talks to pgx directly, without GORM's named ones). @now
+// is replaced before @n, which it begins with.
+var claimPostgresPositional = strings.NewReplacer(
+	"@now", "$1", "@n", "$2", "@owner", "$3", "@lease", "$4", "@cap", "$5",
+).Replace(claimPostgres)
+
+// errNoPgxConn: claimPipelined cannot reach a pgx connection of its own.
+var errNoPgxConn = errors.New("no pgx connection to pipeline the claim on")
+
+// claimPipelined runs the advisory lock and the claim on PostgreSQL in one
+// round trip. A pgx batch is sent with a single Sync, so both statements
+// form one implicit transaction: the lock is held until the claim has
+// committed, and the claim, a later statement under READ COMMITTED, takes
+// its snapshot only once it holds the lock, so it sees every earlier
+// claim. As a BEGIN / lock / claim / COMMIT transaction this took four round
+// trips, the last three with the lock held, and every claim of every
+// replica waited on them (BENCHMARKS.md, "Webhook delivery").
+func claimPipelined(ctx context.Context, d *db.DB, r ClaimRequest) ([]Claimed, error) {
+	var conn *sql.Conn
+	switch p := d.DB.Statement.ConnPool.(type) {
+	case *sql.Conn: // a session pinned to one connection
+		conn = p
+	case *sql.DB, gorm.GetDBConnector: // the pool, or GORM's prepared-statement pool over it
+		sqlDB, ok := p.(*sql.DB)
+		if !ok {
+			var err error
+			if sqlDB, err = p.(gorm.GetDBConnector).GetDBConn(); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		if conn, err = sqlDB.Conn(ctx); err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+	default: // a transaction
+		return nil, errNoPgxConn
+	}
+	var rows []Claimed
+	err := conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return errNoPgxConn
+		}
+		b := &pgx.Batch{}
+		b.Queue("SELECT pg_advisory_xact_lock($1)", claimLock)
+		b.Queue(claimPostgresPositional, r.Now, r.N, r.Owner, r.LeaseUntil, r.EndpointCap)
+		br := sc.Conn().SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			return errors.Join(err, br.Close())
+		}
+		q, err := br.Query()
+		if err != nil {
+			return errors.Join(err, br.Close())
+		}
+		for q.Next() {
+			var c Claimed
+			if err := q.Scan(&c.TenantID, &c.ID, &c.WebhookID, &c.EventID, &c.Attempts); err != nil {
+				q.Close()
+				return errors.Join(err, br.Close())
+			}
+			rows = append(rows, c)
+		}
+		q.Close()
+		if err := q.Err(); err != nil {
+			return errors.Join(err, br.Close())
+		}
+		return br.Close()
+	})
+	return rows, err
 }

@@ -75,7 +75,10 @@ func Finish(ctx context.Context, d *db.DB, c Claimed, owner string, u Update, no
 		return nil
 	}
 	if then == nil {
-		err = write(d.WithContext(ctx)) // a single statement needs no transaction
+		// A single statement needs no transaction; without this GORM
+		// would wrap the UPDATE in BEGIN … COMMIT, two more round trips
+		// after every attempt.
+		err = write(d.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true}))
 	} else {
 		err = d.Tx(ctx, write)
 	}
