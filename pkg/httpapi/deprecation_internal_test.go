@@ -24,6 +24,14 @@ func (stubServer) DeleteClient(c echo.Context, _ models.ClientId) error {
 	return c.NoContent(http.StatusNoContent)
 }
 func (stubServer) GetMe(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{}) }
+func (stubServer) UpdateClient(c echo.Context, _ models.ClientId) error {
+	// The handler still reads the body the middleware looked into.
+	var body map[string]any
+	if err := c.Bind(&body); err != nil || len(body) == 0 {
+		return c.NoContent(http.StatusTeapot)
+	}
+	return c.JSON(http.StatusOK, map[string]any{})
+}
 
 func specCopy(t *testing.T) *openapi3.T {
 	t.Helper()
@@ -203,5 +211,53 @@ paths:
 	h := byRoute["GET /api/1.0/things/:id"]
 	if h.Get("Deprecation") != "@1799971200" || h.Get("Sunset") != "Thu, 15 Jul 2027 00:00:00 GMT" {
 		t.Fatalf("headers = %v", h)
+	}
+}
+
+// Fields: a deprecated property of a request body brings the headers to
+// the requests that send it (and only those); a deprecated property of a
+// success response brings them to every response of the operation; a bad
+// date on a property refuses the start.
+func TestDeprecatedFields(t *testing.T) {
+	spec := specCopy(t)
+	upd := spec.Components.Schemas["ClientUpdate"].Value.Properties["country"].Value
+	upd.Deprecated = true
+	upd.Extensions = map[string]any{extDeprecatedAt: "2027-03-01", extSunset: "2027-10-01"}
+	e := served(t, spec)
+
+	send := func(body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPatch, "/api/1.0/clients/1", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		e.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := send(`{"country": "SE"}`)
+	if rec.Code != http.StatusOK || rec.Header().Get("Deprecation") != "@1803859200" || rec.Header().Get("Sunset") != "Fri, 01 Oct 2027 00:00:00 GMT" {
+		t.Fatalf("PATCH with the deprecated field: %d %v", rec.Code, rec.Header())
+	}
+	rec = send(`{"company_name": "Nordic Wood AS"}`)
+	if rec.Code != http.StatusOK || rec.Header().Get("Deprecation") != "" {
+		t.Fatalf("PATCH without it: %d %v", rec.Code, rec.Header())
+	}
+	if rec := call(e, http.MethodGet, "/api/1.0/clients/1"); rec.Header().Get("Deprecation") != "" {
+		t.Fatalf("GET carries a request field's deprecation: %v", rec.Header())
+	}
+
+	spec = specCopy(t)
+	org := spec.Components.Schemas["Client"].Value.Properties["org_number"].Value
+	org.Deprecated = true
+	org.Extensions = map[string]any{extDeprecatedAt: "2027-03-01"}
+	e = served(t, spec)
+	if rec := call(e, http.MethodGet, "/api/1.0/clients/1"); rec.Header().Get("Deprecation") != "@1803859200" || rec.Header().Get("Sunset") != "" {
+		t.Fatalf("GET of a response with a deprecated field: %v", rec.Header())
+	}
+	if rec := call(e, http.MethodGet, "/api/1.0/me"); rec.Header().Get("Deprecation") != "" {
+		t.Fatalf("an operation without the field: %v", rec.Header())
+	}
+
+	org.Extensions = map[string]any{extDeprecatedAt: "soon"}
+	if _, err := deprecation(spec); err == nil || !strings.Contains(err.Error(), "org_number") {
+		t.Fatalf("a bad date on a property: %v", err)
 	}
 }
