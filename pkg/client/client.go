@@ -11,117 +11,38 @@
 package client
 
 import (
-	"fmt"
-	"net"
 	"net/http"
-	"net/url"
-	"regexp"
-	"strings"
 
 	"golang.org/x/oauth2"
 
+	"github.com/finsvc/finsvc/clients/go/finsvc"
 	"github.com/finsvc/finsvc/gen/apiclient"
 )
 
 // DefaultBaseDomain is the service's default FINSVC_BASE_DOMAIN, used for
 // the Host header when baseURL names the server by IP address.
-const DefaultBaseDomain = "localhost"
+const DefaultBaseDomain = finsvc.DefaultBaseDomain
 
-var slugRE = regexp.MustCompile(`^[a-z0-9-]{2,63}$`)
-
-// Option adjusts New.
-type Option func(*options)
-
-type options struct {
-	baseDomain string
-	transport  http.RoundTripper
-}
+// Option adjusts New (the installable client's options: one rule for how a
+// tenant is addressed).
+type Option = finsvc.Option
 
 // WithBaseDomain sets the base domain the tenant host is formed under when
-// baseURL is an IP address (default "localhost": tenant acme is then
-// addressed as acme.localhost).
-func WithBaseDomain(domain string) Option { return func(o *options) { o.baseDomain = domain } }
+// baseURL is an IP address (default "localhost").
+func WithBaseDomain(domain string) Option { return finsvc.WithBaseDomain(domain) }
 
 // WithTransport sets the underlying transport (default
 // http.DefaultTransport); the OAuth transport wraps it.
-func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
+func WithTransport(rt http.RoundTripper) Option { return finsvc.WithTransport(rt) }
 
 // New returns the generated client for tenant org of the service at
-// baseURL, sending ts's token as a bearer token on every request.
-//
-// The tenant is addressed by its host, org.<domain>, as the service
-// requires (ARCHITECTURE.md, Tenancy):
-//   - baseURL "https://finsvc.example.com" → https://acme.finsvc.example.com;
-//   - a baseURL already naming the tenant ("http://acme.localhost:8080") is
-//     used as is;
-//   - a baseURL with an IP address ("http://127.0.0.1:8080") is dialled as
-//     given, with Host: acme.localhost:8080 (see WithBaseDomain);
-//   - *.localhost names are dialled on 127.0.0.1 (RFC 6761), since not every
-//     resolver maps them to loopback.
+// baseURL, sending ts's token as a bearer token on every request. The
+// tenant is addressed as the installable client addresses it
+// (finsvc.Connection; ARCHITECTURE.md, Tenancy).
 func New(baseURL, org string, ts oauth2.TokenSource, opts ...Option) (*apiclient.ClientWithResponses, error) {
-	o := options{baseDomain: DefaultBaseDomain, transport: http.DefaultTransport}
-	for _, opt := range opts {
-		opt(&o)
+	server, hc, err := finsvc.Connection(baseURL, org, ts, opts...)
+	if err != nil {
+		return nil, err
 	}
-	if !slugRE.MatchString(org) {
-		return nil, fmt.Errorf("client: organization %q is not a tenant slug ([a-z0-9-]{2,63})", org)
-	}
-	if ts == nil {
-		return nil, fmt.Errorf("client: a token source is required")
-	}
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: base URL %q must be an absolute http(s) URL", baseURL)
-	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	var tenantHost string
-	switch {
-	case strings.HasPrefix(host, org+"."):
-		tenantHost = host
-	case net.ParseIP(host) != nil:
-		tenantHost = org + "." + strings.ToLower(o.baseDomain)
-	default:
-		tenantHost = org + "." + host
-	}
-	hostHeader := tenantHost
-	if port != "" {
-		hostHeader = net.JoinHostPort(tenantHost, port)
-	}
-	dial := *u
-	dial.RawQuery, dial.Fragment = "", ""
-	dial.Path = strings.TrimRight(u.Path, "/")
-	switch {
-	case net.ParseIP(host) != nil:
-		// dial the address given
-	case tenantHost == "localhost" || strings.HasSuffix(tenantHost, ".localhost"):
-		dial.Host = "127.0.0.1"
-		if port != "" {
-			dial.Host = net.JoinHostPort("127.0.0.1", port)
-		}
-	default:
-		dial.Host = hostHeader
-	}
-	var rt http.RoundTripper = o.transport
-	if dial.Host != hostHeader {
-		rt = &hostTransport{host: hostHeader, base: rt}
-	}
-	hc := &http.Client{
-		Transport: &oauth2.Transport{Source: ts, Base: rt},
-		// The API never redirects; following one would resend the
-		// bearer token to wherever it points.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	return apiclient.NewClientWithResponses(dial.String(), apiclient.WithHTTPClient(hc))
-}
-
-// hostTransport sends every request with a fixed Host header.
-type hostTransport struct {
-	host string
-	base http.RoundTripper
-}
-
-func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	r := req.Clone(req.Context())
-	r.Host = t.host
-	return t.base.RoundTrip(r)
+	return apiclient.NewClientWithResponses(server, apiclient.WithHTTPClient(hc))
 }

@@ -61,19 +61,31 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.tr
 //   - *.localhost names are dialled on 127.0.0.1 (RFC 6761), since not every
 //     resolver maps them to loopback.
 func New(baseURL, org string, ts oauth2.TokenSource, opts ...Option) (*ClientWithResponses, error) {
+	server, hc, err := Connection(baseURL, org, ts, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return NewClientWithResponses(server, WithHTTPClient(hc))
+}
+
+// Connection is what New gives the generated client: the server URL to
+// dial and an HTTP client that sends the tenant's Host and ts's token and
+// follows no redirect. Other generated clients of the same contract (the
+// server's own gen/apiclient) use it to address a tenant the same way.
+func Connection(baseURL, org string, ts oauth2.TokenSource, opts ...Option) (server string, hc *http.Client, err error) {
 	o := options{baseDomain: DefaultBaseDomain, transport: http.DefaultTransport}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if !slugRE.MatchString(org) {
-		return nil, fmt.Errorf("finsvc: organization %q is not a tenant slug ([a-z0-9-]{2,63})", org)
+		return "", nil, fmt.Errorf("finsvc: organization %q is not a tenant slug ([a-z0-9-]{2,63})", org)
 	}
 	if ts == nil {
-		return nil, fmt.Errorf("finsvc: a token source is required")
+		return "", nil, fmt.Errorf("finsvc: a token source is required")
 	}
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("finsvc: base URL %q must be an absolute http(s) URL", baseURL)
+		return "", nil, fmt.Errorf("finsvc: base URL %q must be an absolute http(s) URL", baseURL)
 	}
 	host, port := strings.ToLower(u.Hostname()), u.Port()
 	var tenantHost string
@@ -107,13 +119,13 @@ func New(baseURL, org string, ts oauth2.TokenSource, opts ...Option) (*ClientWit
 	if dial.Host != hostHeader {
 		rt = &hostTransport{host: hostHeader, base: rt}
 	}
-	hc := &http.Client{
+	hc = &http.Client{
 		Transport: &oauth2.Transport{Source: ts, Base: rt},
 		// The API never redirects; following one would resend the
 		// bearer token to wherever it points.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return NewClientWithResponses(dial.String(), WithHTTPClient(hc))
+	return dial.String(), hc, nil
 }
 
 // LocalhostClient is an HTTP client that dials every *.localhost name on
