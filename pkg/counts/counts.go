@@ -88,20 +88,8 @@ func Seek(ctx context.Context, q *gorm.DB, kind string, offset int64) (from, ski
 	if offset < seekFrom {
 		return 0, offset, true, nil
 	}
-	var rows []struct {
-		Block  int64
-		Before int64
-	}
-	err = q.WithContext(ctx).Raw(`SELECT block, cum - n AS before FROM (
-  SELECT block, n, SUM(n) OVER (ORDER BY block) AS cum FROM list_blocks WHERE tenant_id = ? AND kind = ? AND n <> 0
-) b WHERE cum > ? ORDER BY block LIMIT 1`, tenant.ID(ctx), kind, offset).Scan(&rows).Error
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("counts: seek %s to %d: %w", kind, offset, err)
-	}
-	if len(rows) == 0 {
-		return 0, 0, false, nil
-	}
-	return rows[0].Block * BlockSize, offset - rows[0].Before, true, nil
+	block, before, ok, err := seekBlock(ctx, q, kind, offset, "ASC")
+	return block * BlockSize, offset - before, ok, err
 }
 
 // ActBlocks is the list_blocks kind of the acts list, whole or filtered by
@@ -120,20 +108,28 @@ func SeekNewest(ctx context.Context, q *gorm.DB, kind string, offset int64) (bel
 	if offset < seekFrom {
 		return 0, offset, true, nil
 	}
+	block, before, ok, err := seekBlock(ctx, q, kind, offset, "DESC")
+	return (block + 1) * BlockSize, offset - before, ok, err
+}
+
+// seekBlock finds, walking kind's blocks in order (ASC or DESC), the block
+// holding the row at offset and how many rows come before it; ok is false
+// past the end of the list.
+func seekBlock(ctx context.Context, q *gorm.DB, kind string, offset int64, order string) (block, before int64, ok bool, err error) {
 	var rows []struct {
 		Block  int64
 		Before int64
 	}
 	err = q.WithContext(ctx).Raw(`SELECT block, cum - n AS before FROM (
-  SELECT block, n, SUM(n) OVER (ORDER BY block DESC) AS cum FROM list_blocks WHERE tenant_id = ? AND kind = ? AND n <> 0
-) b WHERE cum > ? ORDER BY block DESC LIMIT 1`, tenant.ID(ctx), kind, offset).Scan(&rows).Error
+  SELECT block, n, SUM(n) OVER (ORDER BY block `+order+`) AS cum FROM list_blocks WHERE tenant_id = ? AND kind = ? AND n <> 0
+) b WHERE cum > ? ORDER BY block `+order+` LIMIT 1`, tenant.ID(ctx), kind, offset).Scan(&rows).Error
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("counts: seek %s to %d: %w", kind, offset, err)
 	}
 	if len(rows) == 0 {
 		return 0, 0, false, nil
 	}
-	return (rows[0].Block + 1) * BlockSize, offset - rows[0].Before, true, nil
+	return rows[0].Block, rows[0].Before, true, nil
 }
 
 // truthCounts and truthBlocks compute, from the rows themselves, what

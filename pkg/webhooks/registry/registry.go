@@ -459,34 +459,13 @@ const TestMessage = "A test event from finsvc: your endpoint received and can ve
 // change the registration, and it must be active.
 func (s *Store) Test(ctx context.Context, p *auth.Principal, webhookID int64) (d *Delivery, err error) {
 	defer apperr.Wrap(&err, "registry.Test(%d)", webhookID)
-	if err := mayChange(p); err != nil {
-		return nil, err
-	}
-	now := s.clock()
-	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
-		w, err := s.get(ctx, s.db.ForUpdate(tx), p, webhookID)
-		if err != nil {
-			return err
-		}
+	return s.queue(ctx, p, webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
 		if !w.Active {
-			return apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before testing.").
+			return "", apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before testing.").
 				WithField("active", "the registration is inactive")
 		}
-		id, err := outbox.EmitTo(ctx, tx, webhookID, map[string]any{"webhook_id": webhookID, "message": TestMessage}, now)
-		if err != nil {
-			return err
-		}
-		var out Delivery
-		if err := s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).Where("deliveries.id = ?", id).Take(&out).Error; err != nil {
-			return err
-		}
-		d = &out
-		return nil
+		return outbox.EmitTo(ctx, tx, webhookID, map[string]any{"webhook_id": webhookID, "message": TestMessage}, now)
 	})
-	if err == nil && s.notifier != nil {
-		s.notifier.Notify()
-	}
-	return d, err
 }
 
 // Redeliver queues the delivery's event again for this registration: the
@@ -495,43 +474,52 @@ func (s *Store) Test(ctx context.Context, p *auth.Principal, webhookID int64) (d
 // an inactive registration, is refused with 400.
 func (s *Store) Redeliver(ctx context.Context, p *auth.Principal, webhookID int64, deliveryID uuid.UUID) (d *Delivery, err error) {
 	defer apperr.Wrap(&err, "registry.Redeliver(%d, %s)", webhookID, deliveryID)
+	return s.queue(ctx, p, webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
+		var cur Delivery
+		err := s.deliveries(ctx, s.db.ForUpdate(tx), webhookID).Select(deliveryColumns).
+			Where("deliveries.id = ?", deliveryID.String()).Take(&cur).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return "", apperr.Ef(apperr.NotFound, "delivery %s not found", deliveryID)
+		}
+		if err != nil {
+			return "", err
+		}
+		if !w.Active {
+			return "", apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before redelivering.")
+		}
+		if cur.Status == outbox.Delivering {
+			return "", apperr.E(apperr.Invalid, "An attempt of this delivery is in flight; try again when it has finished.")
+		}
+		return deliveryID.String(), outbox.Requeue(tx, tenant.ID(ctx), webhookID, deliveryID.String(), now)
+	})
+}
+
+// queue is what queueing a delivery by hand takes: the caller may change
+// the registration, which stays locked while fn queues a delivery and
+// returns its id; the delivery is read back, and the workers are woken
+// once it has committed.
+func (s *Store) queue(ctx context.Context, p *auth.Principal, webhookID int64, fn func(tx *gorm.DB, w *Webhook, now time.Time) (string, error)) (*Delivery, error) {
 	if err := mayChange(p); err != nil {
 		return nil, err
 	}
 	now := s.clock()
-	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+	var out Delivery
+	err := s.db.Tx(ctx, func(tx *gorm.DB) error {
 		w, err := s.get(ctx, s.db.ForUpdate(tx), p, webhookID)
 		if err != nil {
 			return err
 		}
-		var cur Delivery
-		err = s.deliveries(ctx, s.db.ForUpdate(tx), webhookID).Select(deliveryColumns).
-			Where("deliveries.id = ?", deliveryID.String()).Take(&cur).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return apperr.Ef(apperr.NotFound, "delivery %s not found", deliveryID)
-		}
+		id, err := fn(tx, w, now)
 		if err != nil {
 			return err
 		}
-		if !w.Active {
-			return apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before redelivering.")
-		}
-		if cur.Status == outbox.Delivering {
-			return apperr.E(apperr.Invalid, "An attempt of this delivery is in flight; try again when it has finished.")
-		}
-		if err := outbox.Requeue(tx, tenant.ID(ctx), webhookID, deliveryID.String(), now); err != nil {
-			return err
-		}
-		var out Delivery
-		if err := s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).
-			Where("deliveries.id = ?", deliveryID.String()).Take(&out).Error; err != nil {
-			return err
-		}
-		d = &out
-		return nil
+		return s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).Where("deliveries.id = ?", id).Take(&out).Error
 	})
-	if err == nil && s.notifier != nil {
+	if err != nil {
+		return nil, err
+	}
+	if s.notifier != nil {
 		s.notifier.Notify()
 	}
-	return d, err
+	return &out, nil
 }
