@@ -75,7 +75,7 @@ func main() {
 	flag.IntVar(&o.scaleN, "scale-n", 200, "with -scale: requests per measurement")
 	flag.IntVar(&o.replicas, "replicas", 0, "instead of the benchmark, run this many `finsvc serve` processes (the built binary) on one database and Redis: throughput through 1…N, revocation delay, event delivery")
 	flag.IntVar(&o.events, "replicas-events", 20000, "with -replicas: events to emit through the replicas (bounded to 100000)")
-	flag.StringVar(&o.redisURL, "redis-url", envOr("FINSVC_REDIS_URL", "redis://127.0.0.1:6379/9"), "with -replicas: the Redis database the replicas share (emptied at the start: give the benchmark a database of its own); env FINSVC_REDIS_URL")
+	flag.StringVar(&o.redisURL, "redis-url", envOr("FINSVC_REDIS_URL", "redis://127.0.0.1:6379/8"), "with -replicas: the Redis database the replicas share (emptied at the start: give the benchmark a database of its own; TestReplicas uses 9); env FINSVC_REDIS_URL")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,list,bulk (default all)")
 	flag.Parse()
 	if o.databaseURL == "" {
