@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"sort"
 	"testing"
 	"time"
@@ -27,6 +28,20 @@ func (f *fixture) brokenEndpoints(b *testing.B, n int) {
 	}
 }
 
+// slowEndpoints registers n registrations of act.created whose receivers
+// answer 202 after 5 s: they never trip the circuit breaker, so each holds
+// its cap of workers for the whole run.
+func (f *fixture) slowEndpoints(b *testing.B, n int) {
+	for range n {
+		rc := newReceiver(b, false)
+		rc.respond = func(w http.ResponseWriter, _ *received) {
+			time.Sleep(5 * time.Second)
+			w.WriteHeader(http.StatusAccepted)
+		}
+		f.register(outbox.ActCreated, rc.URL)
+	}
+}
+
 // stopSoon stops the worker, giving attempts in flight (the broken
 // endpoints' hang until their timeout) a second before they are aborted and
 // released.
@@ -37,7 +52,8 @@ func stopSoon(w *delivery.Worker) {
 }
 
 // BenchmarkFairLatency (issue 19): a healthy endpoint's enqueue → receipt
-// latency with 0, 1 and 10 endpoints that never answer beside it, in the
+// latency with 0, 1 and 10 endpoints that never answer beside it, or one
+// that answers after 5 s (slow5s=1), in the
 // same tenant, subscribed to the same event. The worker has the production
 // defaults (32 attempts at once, 2 per endpoint, a 15 s attempt timeout) and
 // wakes on the in-process signal only, as BenchmarkEnqueueToReceipt does.
@@ -46,13 +62,18 @@ func stopSoon(w *delivery.Worker) {
 //
 //	FINSVC_TEST_DATABASE_URL=… go test -run '^$' -bench BenchmarkFairLatency -benchtime 1x ./pkg/webhooks/delivery/
 func BenchmarkFairLatency(b *testing.B) {
-	for _, broken := range []int{0, 1, 10} {
-		b.Run(fmt.Sprintf("broken=%d", broken), func(b *testing.B) {
+	for _, c := range []struct{ broken, slow int }{{0, 0}, {0, 1}, {1, 0}, {10, 0}} {
+		name := fmt.Sprintf("broken=%d", c.broken)
+		if c.slow > 0 {
+			name = fmt.Sprintf("slow5s=%d", c.slow)
+		}
+		b.Run(name, func(b *testing.B) {
 			f := newFixture(b, testdb.Postgres(b))
 			rc := newReceiver(b, false)
 			rc.arrived = make(chan string, 16)
 			f.register(outbox.ActCreated, rc.URL)
-			f.brokenEndpoints(b, broken)
+			f.brokenEndpoints(b, c.broken)
+			f.slowEndpoints(b, c.slow)
 			w := f.worker(delivery.WithPollInterval(time.Hour))
 			if err := w.Start(context.Background()); err != nil {
 				b.Fatal(err)
