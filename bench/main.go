@@ -113,19 +113,11 @@ func (o options) want(s string) bool {
 }
 
 func runBench(ctx context.Context, o options, out io.Writer) error {
-	d, url, done, err := openFresh(ctx, o.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer done()
-	e, err := start(ctx, d, url, !o.noTokenCache, false, io.Discard)
+	e, err := serveFresh(ctx, o.databaseURL, !o.noTokenCache, false)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if err := e.login(ctx); err != nil {
-		return fmt.Errorf("oauth flow: %w", err)
-	}
 	took, err := e.checkRevocation()
 	if err != nil {
 		return fmt.Errorf("revocation check: %w", err)
@@ -228,7 +220,7 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 	}
 
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, machine(ctx, d))
+	fmt.Fprintln(out, machine(ctx, e.DB))
 	fmt.Fprintf(out, "load: closed loop, %d connections, %s per phase, %d rounds of GET by id (full and baseline alternating); token cache %v\n\n", o.conc, o.dur, o.rounds, !o.noTokenCache)
 	fmt.Fprint(out, table(results))
 	if ratio > 0 {

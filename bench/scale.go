@@ -33,21 +33,14 @@ import (
 // against an empty history (scale_claim.go). Bounded: -scale-max caps the
 // largest size; each measurement is -scale-n requests.
 func runScale(ctx context.Context, o options, out io.Writer) error {
-	d, url, done, err := openFresh(ctx, o.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer done()
 	// The delivery worker runs in the server, as `finsvc serve` runs it:
 	// fetch requests reach the loopback receiver through it.
-	e, err := start(ctx, d, url, true, true, io.Discard)
+	e, err := serveFresh(ctx, o.databaseURL, true, true)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if err := e.login(ctx); err != nil {
-		return fmt.Errorf("oauth flow: %w", err)
-	}
+	d := e.DB
 	recv, err := e.startReceiver()
 	if err != nil {
 		return err

@@ -473,7 +473,7 @@ func (e *env) seedBulk(ctx context.Context, clientID int64, n, fields int) ([]bu
 
 // openFresh creates a fresh database next to databaseURL, opens and
 // migrates it, and returns it with its URL and a func that closes and drops
-// it (the benchmark and the soak both start this way).
+// it.
 func openFresh(ctx context.Context, databaseURL string) (d *db.DB, url string, done func(), err error) {
 	url, drop, err := freshDatabase(ctx, databaseURL)
 	if err != nil {
@@ -490,4 +490,25 @@ func openFresh(ctx context.Context, databaseURL string) (d *db.DB, url string, d
 		return nil, "", nil, err
 	}
 	return d, url, func() { d.Close(); drop() }, nil
+}
+
+// serveFresh is how the benchmark, the soak and the scale run begin: a
+// fresh database, both servers over it (start) and the OAuth flow done.
+// Close stops the servers, then drops the database.
+func serveFresh(ctx context.Context, databaseURL string, tokenCache, deliveries bool) (*env, error) {
+	d, url, done, err := openFresh(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	e, err := start(ctx, d, url, tokenCache, deliveries, io.Discard)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	e.stop = append([]func(){done}, e.stop...)
+	if err := e.login(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("oauth flow: %w", err)
+	}
+	return e, nil
 }

@@ -35,21 +35,13 @@ type soakOp struct {
 // fails on any error other than 429, and reports p99 per kind and the RSS
 // of the process (server, worker, receiver and generator) at start and end.
 func runSoak(ctx context.Context, o options, out io.Writer) error {
-	d, url, done, err := openFresh(ctx, o.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer done()
 	// As cmd/finsvc does: a delivery worker in the replica, woken by the
 	// outbox at commit.
-	e, err := start(ctx, d, url, true, true, io.Discard)
+	e, err := serveFresh(ctx, o.databaseURL, true, true)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	if err := e.login(ctx); err != nil {
-		return fmt.Errorf("oauth flow: %w", err)
-	}
 	ids, err := e.seedClients(min(o.clients, 200))
 	if err != nil {
 		return err
@@ -239,12 +231,12 @@ func runSoak(ctx context.Context, o options, out io.Writer) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	var awaiting int64
-	_ = d.WithContext(ctx).Raw("SELECT count(*) FROM fetch_request_fields WHERE state = 'awaiting'").Scan(&awaiting).Error
-	pending, delivering, _ := outbox.Depth(ctx, d)
+	_ = e.DB.WithContext(ctx).Raw("SELECT count(*) FROM fetch_request_fields WHERE state = 'awaiting'").Scan(&awaiting).Error
+	pending, delivering, _ := outbox.Depth(ctx, e.DB)
 	pending += delivering
 
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, machine(ctx, d))
+	fmt.Fprintln(out, machine(ctx, e.DB))
 	fmt.Fprintf(out, "soak: %s, %d connections, token cache on, delivery worker and reference integration in process\n\n", o.soak, o.conc)
 	fmt.Fprint(out, "| request | count | errors (non-429) | 429 | p50 | p99 |\n|---|---:|---:|---:|---:|---:|\n")
 	var failed []string
