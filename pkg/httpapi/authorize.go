@@ -172,9 +172,9 @@ func goName(id string) string {
 	return strings.ToUpper(id[:1]) + id[1:]
 }
 
-// authorizer is the strict middleware that enforces Rules.
-func authorizer() (apiserver.StrictMiddlewareFunc, error) {
-	rules, err := Rules()
+// authorizer is the strict middleware that enforces the Rules of spec.
+func authorizer(spec *openapi3.T) (apiserver.StrictMiddlewareFunc, error) {
+	rules, err := rulesFrom(spec, roles)
 	if err != nil {
 		return nil, err
 	}

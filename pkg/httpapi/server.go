@@ -134,15 +134,17 @@ func New(deps Deps) (http.Handler, error) {
 	if err := deps.check(); err != nil {
 		return nil, err
 	}
-	authz, err := authorizer()
+	// One read-only copy of the spec for everything derived from it at
+	// start-up (the request validator loads its own: it adjusts bounds).
+	spec, err := Spec()
+	if err != nil {
+		return nil, err
+	}
+	authz, err := authorizer(spec)
 	if err != nil {
 		return nil, err
 	}
 	validator, err := requestValidator()
-	if err != nil {
-		return nil, err
-	}
-	spec, err := Spec()
 	if err != nil {
 		return nil, err
 	}
