@@ -145,12 +145,10 @@ func (s *Store) Update(ctx context.Context, id int64, name, role *string) (_ *Us
 	if name != nil {
 		n := strings.TrimSpace(*name)
 		name = &n
-		if utf8.RuneCountInString(n) > maxNameLen {
-			fe.Add("name", fmt.Sprintf("must be at most %d characters", maxNameLen))
-		}
+		checkName(fe, n)
 	}
-	if role != nil && !auth.ValidRole(*role) {
-		fe.Add("role", "must be one of admin, member, viewer")
+	if role != nil {
+		checkRole(fe, *role)
 	}
 	if err := fe.Err(apperr.Invalid, "invalid user"); err != nil {
 		return nil, err
@@ -262,15 +260,9 @@ func (s *Store) Create(ctx context.Context, email, name, role, password string) 
 	if msg := validateEmail(email); msg != "" {
 		fe.Add("email", msg)
 	}
-	if utf8.RuneCountInString(name) > maxNameLen {
-		fe.Add("name", fmt.Sprintf("must be at most %d characters", maxNameLen))
-	}
-	if !auth.ValidRole(role) {
-		fe.Add("role", "must be one of admin, member, viewer")
-	}
-	if n := utf8.RuneCountInString(password); n < MinPasswordLen || len(password) > MaxPasswordLen {
-		fe.Add("password", fmt.Sprintf("must be %d to %d characters", MinPasswordLen, MaxPasswordLen))
-	}
+	checkName(fe, name)
+	checkRole(fe, role)
+	checkPassword(fe, password)
 	if err := fe.Err(apperr.Invalid, "invalid user"); err != nil {
 		return nil, err
 	}
@@ -297,6 +289,26 @@ func (s *Store) Create(ctx context.Context, email, name, role, password string) 
 		return nil, err
 	}
 	return u, nil
+}
+
+// The field rules, one home each (Create, Update, SetPassword).
+
+func checkName(fe apperr.FieldErrors, name string) {
+	if utf8.RuneCountInString(name) > maxNameLen {
+		fe.Add("name", fmt.Sprintf("must be at most %d characters", maxNameLen))
+	}
+}
+
+func checkRole(fe apperr.FieldErrors, role string) {
+	if !auth.ValidRole(role) {
+		fe.Add("role", "must be one of admin, member, viewer")
+	}
+}
+
+func checkPassword(fe apperr.FieldErrors, password string) {
+	if n := utf8.RuneCountInString(password); n < MinPasswordLen || len(password) > MaxPasswordLen {
+		fe.Add("password", fmt.Sprintf("must be %d to %d characters", MinPasswordLen, MaxPasswordLen))
+	}
 }
 
 func validateEmail(email string) string {
@@ -414,9 +426,10 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 
 // SetPassword replaces the password of user id in the current tenant.
 func (s *Store) SetPassword(ctx context.Context, id int64, password string) error {
-	if n := utf8.RuneCountInString(password); n < MinPasswordLen || len(password) > MaxPasswordLen {
-		return apperr.E(apperr.Invalid, "invalid password").
-			WithField("password", fmt.Sprintf("must be %d to %d characters", MinPasswordLen, MaxPasswordLen))
+	fe := apperr.FieldErrors{}
+	checkPassword(fe, password)
+	if err := fe.Err(apperr.Invalid, "invalid password"); err != nil {
+		return err
 	}
 	hash, err := s.hasher.hash(password)
 	if err != nil {
