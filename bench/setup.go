@@ -8,13 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
+	"github.com/finsvc/finsvc/pkg/cluster"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth"
@@ -189,11 +188,6 @@ func serve(cfg *config.Config, h http.Handler) (string, func(), error) {
 	return "http://" + s.Addr().String(), func() { cancel(); <-done }, nil
 }
 
-var (
-	csrfRE   = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
-	hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
-)
-
 // login creates an admin and an app, then runs the real authorization-code
 // flow (login page, consent, code exchange) for an access token.
 func (e *env) login(ctx context.Context) error {
@@ -208,15 +202,8 @@ func (e *env) login(ctx context.Context) error {
 	e.clientID, e.secret = clientID, secret
 	jar, _ := cookiejar.New(nil)
 	e.browser = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	code, body, _, err := e.do("GET", "/login", nil)
-	m := csrfRE.FindStringSubmatch(body)
-	if err != nil || code != 200 || m == nil {
-		return fmt.Errorf("login page: %d %v", code, err)
-	}
-	code, body, _, err = e.do("POST", "/login", url.Values{"csrf_token": {html.UnescapeString(m[1])},
-		"email": {email}, "password": {password}, "next": {"/account/apps"}})
-	if err != nil || code != http.StatusSeeOther {
-		return fmt.Errorf("login: %d %v %.300s", code, err, body)
+	if err := cluster.SignIn(e.do, email, password); err != nil {
+		return err
 	}
 	e.Token, err = e.authorize()
 	return err
@@ -245,46 +232,8 @@ func (e *env) do(method, path string, form url.Values) (int, string, http.Header
 // authorize runs consent and the code exchange (signed in) for a new access
 // token.
 func (e *env) authorize() (string, error) {
-	do, clientID, secret := e.do, e.clientID, e.secret
-	params := url.Values{"client_id": {clientID}, "redirect_uri": {redirect}, "response_type": {"code"},
-		"state": {"bench-" + randHex(6)}, "scope": {strings.Join(auth.AllScopes, " ")}}
-	code, body, hdr, err := do("GET", "/oauth/authorize?"+params.Encode(), nil)
-	if err != nil {
-		return "", err
-	}
-	if code == 200 {
-		form := url.Values{}
-		if i := strings.Index(body, `action="/oauth/authorize"`); i >= 0 {
-			for _, m := range hiddenRE.FindAllStringSubmatch(body[i:], -1) {
-				form.Set(html.UnescapeString(m[1]), html.UnescapeString(m[2]))
-			}
-		}
-		form.Set("decision", "allow")
-		code, body, hdr, err = do("POST", "/oauth/authorize", form)
-		if err != nil {
-			return "", err
-		}
-	}
-	if code != http.StatusFound {
-		return "", fmt.Errorf("consent: %d %.300s", code, body)
-	}
-	loc, _ := url.Parse(hdr.Get("Location"))
-	authCode := loc.Query().Get("code")
-	if authCode == "" {
-		return "", fmt.Errorf("no code in %s", hdr.Get("Location"))
-	}
-	code, body, _, err = do("POST", "/api/oauth/token", url.Values{"grant_type": {"authorization_code"},
-		"client_id": {clientID}, "client_secret": {secret}, "redirect_uri": {redirect}, "code": {authCode}})
-	if err != nil || code != 200 {
-		return "", fmt.Errorf("token: %d %v %.300s", code, err, body)
-	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.Unmarshal([]byte(body), &tok); err != nil || tok.AccessToken == "" {
-		return "", fmt.Errorf("token response: %.300s", body)
-	}
-	return tok.AccessToken, nil
+	access, _, err := cluster.CodeFlow(e.do, e.clientID, e.secret, redirect, strings.Join(auth.AllScopes, " "), "bench-"+randHex(6))
+	return access, err
 }
 
 // checkRevocation proves that the token cache does not outlive a

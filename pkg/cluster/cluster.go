@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"net"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -341,11 +339,6 @@ func (c *Cluster) Setup(ctx context.Context) error {
 	return err
 }
 
-var (
-	csrfRE   = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
-	hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
-)
-
 // Authorize signs the admin in on replica r and runs consent and the code
 // exchange for a new access and refresh token.
 func (c *Cluster) Authorize(ctx context.Context, r *Replica) (access, refresh string, err error) {
@@ -369,55 +362,10 @@ func (c *Cluster) Authorize(ctx context.Context, r *Replica) (access, refresh st
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), resp.Header, nil
 	}
-	code, body, _, err := do("GET", "/login", nil)
-	m := csrfRE.FindStringSubmatch(body)
-	if err != nil || code != 200 || m == nil {
-		return "", "", fmt.Errorf("login page: %d %v", code, err)
-	}
-	code, body, _, err = do("POST", "/login", url.Values{"csrf_token": {html.UnescapeString(m[1])},
-		"email": {Email}, "password": {Password}, "next": {"/account/apps"}})
-	if err != nil || code != http.StatusSeeOther {
-		return "", "", fmt.Errorf("login: %d %v %.300s", code, err, body)
-	}
-	params := url.Values{"client_id": {c.ClientID}, "redirect_uri": {Redirect}, "response_type": {"code"},
-		"state": {fmt.Sprintf("cluster-%d", time.Now().UnixNano())}}
-	code, body, hdr, err := do("GET", "/oauth/authorize?"+params.Encode(), nil)
-	if err != nil {
+	if err := SignIn(do, Email, Password); err != nil {
 		return "", "", err
 	}
-	if code == 200 {
-		form := url.Values{}
-		if i := strings.Index(body, `action="/oauth/authorize"`); i >= 0 {
-			for _, m := range hiddenRE.FindAllStringSubmatch(body[i:], -1) {
-				form.Set(html.UnescapeString(m[1]), html.UnescapeString(m[2]))
-			}
-		}
-		form.Set("decision", "allow")
-		if code, body, hdr, err = do("POST", "/oauth/authorize", form); err != nil {
-			return "", "", err
-		}
-	}
-	if code != http.StatusFound {
-		return "", "", fmt.Errorf("consent: %d %.300s", code, body)
-	}
-	loc, _ := url.Parse(hdr.Get("Location"))
-	authCode := loc.Query().Get("code")
-	if authCode == "" {
-		return "", "", fmt.Errorf("no code in %s", hdr.Get("Location"))
-	}
-	code, body, _, err = do("POST", "/api/oauth/token", url.Values{"grant_type": {"authorization_code"},
-		"client_id": {c.ClientID}, "client_secret": {c.ClientSecret}, "redirect_uri": {Redirect}, "code": {authCode}})
-	if err != nil || code != 200 {
-		return "", "", fmt.Errorf("token: %d %v %.300s", code, err, body)
-	}
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-	}
-	if err := json.Unmarshal([]byte(body), &tok); err != nil || tok.AccessToken == "" {
-		return "", "", fmt.Errorf("token response: %.300s", body)
-	}
-	return tok.AccessToken, tok.RefreshToken, nil
+	return CodeFlow(do, c.ClientID, c.ClientSecret, Redirect, "", fmt.Sprintf("cluster-%d", time.Now().UnixNano()))
 }
 
 // Revoke revokes token through replica r.
