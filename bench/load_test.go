@@ -57,3 +57,18 @@ func TestRunBoundedByMax(t *testing.T) {
 		t.Fatalf("merge: %+v", m)
 	}
 }
+
+// parseWrk reads the Lua script's done() line, whatever wrk prints around
+// it, and counts non-2xx answers and socket errors as errors.
+func TestParseWrk(t *testing.T) {
+	m, err := parseWrk("Running 8s test @ http://127.0.0.1:1/x\n  2 threads and 64 connections\nWRKRESULT 80000 8000000 1500 7250 3 1\nRequests/sec: 10000\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Requests != 80000 || m.RPS != 10000 || m.P50 != 1500*time.Microsecond || m.P99 != 7250*time.Microsecond || m.Errors != 4 {
+		t.Fatalf("parsed %+v", m)
+	}
+	if _, err := parseWrk("Requests/sec: 10000\n"); err == nil {
+		t.Fatal("output without the script's line parsed")
+	}
+}

@@ -3,15 +3,18 @@
 // bare echo baseline in this process over a fresh PostgreSQL database, and
 // drives them from a closed-loop load generator over loopback:
 //
-//   - GET /api/1.0/clients/{id} through the full chain, against a bare echo
-//     handler doing the same single-row query with no middleware, in
-//     alternating rounds of the same run;
+//   - GET /api/1.0/clients/{id} and GET /api/1.0/acts/{uuid} (200 data
+//     points) through the full chain, against bare echo handlers reading
+//     the same rows with pgxpool directly and through the same GORM store
+//     call (baseline.go), in alternating rounds of the same run;
 //   - GET /api/1.0/clients?limit=100;
 //   - a correlated bulk PUT of 50 fields (each on its own fresh fetch
 //     request, so every PUT really applies).
 //
 // It prints requests/s, p50 and p99 per scenario and the full/baseline
-// ratio. Counts and durations are bounded by flags; only loopback is used.
+// ratio. With -wrk, wrk drives the two comparisons from outside the
+// process instead (compare.go). Counts and durations are bounded by flags;
+// only loopback is used.
 //
 //	FINSVC_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable go run ./bench
 package main
@@ -52,6 +55,10 @@ type options struct {
 	scaleMax int
 	scaleN   int
 
+	wrk        bool
+	wrkThreads int
+	points     int
+
 	replicas int
 	events   int
 	redisURL string
@@ -76,7 +83,10 @@ func main() {
 	flag.IntVar(&o.replicas, "replicas", 0, "instead of the benchmark, run this many `finsvc serve` processes (the built binary) on one database and Redis: throughput through 1…N, revocation delay, event delivery")
 	flag.IntVar(&o.events, "replicas-events", 20000, "with -replicas: events to emit through the replicas (bounded to 100000)")
 	flag.StringVar(&o.redisURL, "redis-url", envOr("FINSVC_REDIS_URL", "redis://127.0.0.1:6379/8"), "with -replicas: the Redis database the replicas share (emptied at the start: give the benchmark a database of its own; TestReplicas uses 9); env FINSVC_REDIS_URL")
-	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,list,bulk (default all)")
+	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,act,list,bulk (default all; -wrk runs get and act)")
+	flag.BoolVar(&o.wrk, "wrk", false, "drive GET by id and GET act against their baselines with wrk (installed: task bench:wrk) instead of the in-process generator; -c, -d, -rounds apply")
+	flag.IntVar(&o.wrkThreads, "wrk-threads", 2, "with -wrk: wrk's threads (-t)")
+	flag.IntVar(&o.points, "points", 200, "data points of the act GET act reads")
 	flag.Parse()
 	if o.databaseURL == "" {
 		fmt.Fprintln(os.Stderr, "bench: set FINSVC_DATABASE_URL (or -database-url) to a PostgreSQL URL")
@@ -91,6 +101,9 @@ func main() {
 			os.Exit(2)
 		}
 		runner = runSoak
+	}
+	if o.wrk {
+		runner = runWrk
 	}
 	if o.scale {
 		runner = runScale
@@ -140,12 +153,6 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 		MaxIdleConns: o.conc * 2, MaxIdleConnsPerHost: o.conc * 2, DisableCompression: true,
 		IdleConnTimeout: time.Minute,
 	}}
-	getFull := scenario{Name: "GET /api/1.0/clients/{id} (full chain)", Want: 200, Next: func(i int64) (*http.Request, error) {
-		return e.request("GET", fmt.Sprintf("/api/1.0/clients/%d", ids[i%int64(len(ids))]), nil)
-	}}
-	getBare := scenario{Name: "GET /bare/clients/{id} (baseline, no middleware)", Want: 200, Next: func(i int64) (*http.Request, error) {
-		return http.NewRequest("GET", fmt.Sprintf("%s/bare/clients/%d", e.BareURL, ids[i%int64(len(ids))]), nil)
-	}}
 	list := scenario{Name: "GET /api/1.0/clients?limit=100", Want: 200, Next: func(i int64) (*http.Request, error) {
 		page := 1 + i%int64(max(1, len(ids)/100))
 		return e.request("GET", fmt.Sprintf("/api/1.0/clients?limit=100&page=%d", page), nil)
@@ -157,47 +164,47 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 		}}
 
 	var results []*result
-	var ratio float64
-	if o.want("get") {
-		// Warm both paths (connections, caches, JIT-like lazy init), then
-		// alternate so that drift on a shared machine hits both alike.
-		run(ctx, client, getBare, o.conc, time.Second)
-		run(ctx, client, getFull, o.conc, time.Second)
-		var prof *os.File
-		if o.cpuProfile != "" {
-			if prof, err = os.Create(o.cpuProfile); err != nil {
+	gen := inProcess(client, e, o.conc, o.dur)
+	groups, err := e.groups(ctx, o, ids)
+	if err != nil {
+		return err
+	}
+	var tables []string
+	for i, g := range groups {
+		// Warm every path (connections, caches, lazy init) before measuring.
+		for _, t := range g.Targets {
+			if _, err := inProcess(client, e, o.conc, time.Second)(ctx, t); err != nil {
 				return err
 			}
-			defer prof.Close()
 		}
-		var fulls, bares []*result
-		for r := range o.rounds {
-			fmt.Fprintf(out, "round %d/%d: baseline, full chain (%s each, %d connections)…\n", r+1, o.rounds, o.dur, o.conc)
-			bares = append(bares, run(ctx, client, getBare, o.conc, o.dur))
-			if prof != nil {
-				if err := pprof.StartCPUProfile(prof); err != nil {
-					return err
-				}
-			}
-			fulls = append(fulls, run(ctx, client, getFull, o.conc, o.dur))
-			if prof != nil {
-				pprof.StopCPUProfile()
-				prof = nil // one profile file: the first round
-			}
+		prof := ""
+		if i == 0 {
+			prof = o.cpuProfile
 		}
-		full, bare := merge(fulls), merge(bares)
-		results = append(results, full, bare)
-		ratio = full.RPS() / bare.RPS()
-		if o.memProfile != "" {
-			f, err := os.Create(o.memProfile)
-			if err != nil {
-				return err
-			}
-			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-				return err
-			}
-			f.Close()
+		rows, err := compare(ctx, out, g, o.rounds, gen, prof)
+		if err != nil {
+			return err
 		}
+		tables = append(tables, roundsTable(g, rows))
+		for j := range g.Targets {
+			var rs []*result
+			for _, r := range rows {
+				rs = append(rs, r.M[j].lat)
+			}
+			m := merge(rs)
+			m.Name = g.Title + ", " + g.Targets[j].Name
+			results = append(results, m)
+		}
+	}
+	if len(groups) > 0 && o.memProfile != "" {
+		f, err := os.Create(o.memProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
+		f.Close()
 	}
 	if o.want("list") {
 		fmt.Fprintf(out, "list: %s…\n", o.dur)
@@ -221,10 +228,11 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, machine(ctx, e.DB))
-	fmt.Fprintf(out, "load: closed loop, %d connections, %s per phase, %d rounds of GET by id (full and baseline alternating); token cache %v\n\n", o.conc, o.dur, o.rounds, !o.noTokenCache)
+	fmt.Fprintf(out, "load: closed loop, %d connections, %s per phase, %d rounds of each comparison (baselines and full chain alternating); token cache %v; load average now %s\n\n", o.conc, o.dur, o.rounds, !o.noTokenCache, loadAverage())
 	fmt.Fprint(out, table(results))
-	if ratio > 0 {
-		fmt.Fprintf(out, "\nratio full/baseline (req/s, GET by id): %.2f (target ≥ 0.75)\n", ratio)
+	for _, t := range tables {
+		fmt.Fprintln(out)
+		fmt.Fprint(out, t)
 	}
 	failed := false
 	for _, r := range results {

@@ -13,14 +13,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/app"
-	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/cluster"
@@ -148,26 +147,18 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 	}
 	e.FullURL, e.stop = url, append(e.stop, stop)
 
-	// The baseline: the same single-row query (clients.Store.Get, through
-	// tenant.Scope) and the same JSON, with no middleware at all.
+	// The baselines (baseline.go) on one bare echo server.
+	pool, err := pgxBaseline(ctx, dbURL)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("pgx baseline pool: %w", err)
+	}
+	e.stop = append(e.stop, pool.Close)
 	bare := echo.New()
-	store := clients.NewStore(d)
-	bare.GET("/bare/clients/:id", func(c echo.Context) error {
-		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-		if err != nil {
-			return c.NoContent(http.StatusBadRequest)
-		}
-		cl, err := store.Get(tenant.NewContext(c.Request().Context(), tn), nil, id)
-		if err != nil {
-			if apperr.Is(err, apperr.NotFound) {
-				return c.NoContent(http.StatusNotFound)
-			}
-			return err
-		}
-		return c.JSON(http.StatusOK, cl)
-	})
+	routeBaselines(bare, pool, hostTenants{host: tn.ID}, tn, clients.NewStore(d), acts.NewStore(d, nil))
 	url, stop, err = serve(cfg, bare)
 	if err != nil {
+		e.Close()
 		return nil, err
 	}
 	e.BareURL, e.stop = url, append(e.stop, stop)
