@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,5 +109,58 @@ func BenchmarkRefreshGrant(b *testing.B) {
 			}
 			refresh = tr.RefreshToken
 		}
+	})
+}
+
+// refreshClients is how many clients BenchmarkRefreshGrantParallel runs at
+// once (issue 15: the refresh grant with 16 concurrent clients).
+const refreshClients = 16
+
+// BenchmarkRefreshGrantParallel: refreshClients clients refreshing at once,
+// each on its own refresh-token chain (one grant per client, so rotation
+// never contends on a row), over HTTP with keep-alive connections. The
+// refreshes/s metric is the figure issue 15 sets a goal for.
+func BenchmarkRefreshGrantParallel(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *server) {
+		o := s.org(b, "acme", "admin")
+		// RunParallel starts parallelism × GOMAXPROCS goroutines.
+		par := (refreshClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)
+		n := par * runtime.GOMAXPROCS(0)
+		chains := make(chan string, n)
+		for range n {
+			_, refresh := o.tokens(b)
+			chains <- refresh
+		}
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
+		defer hc.CloseIdleConnections()
+		b.SetParallelism(par)
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			refresh := <-chains
+			defer func() { chains <- refresh }()
+			for pb.Next() {
+				form := o.refreshGrant(refresh)
+				req, _ := http.NewRequest("POST", o.Server.URL+"/api/oauth/token", strings.NewReader(form.Encode()))
+				req.Host = o.Host
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				resp, err := hc.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var tr struct {
+					RefreshToken string `json:"refresh_token"`
+				}
+				if resp.StatusCode != 200 || json.Unmarshal(body, &tr) != nil {
+					b.Errorf("refresh: %d %s", resp.StatusCode, body)
+					return
+				}
+				refresh = tr.RefreshToken
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "refreshes/s")
 	})
 }
