@@ -33,6 +33,9 @@ import (
 // against an empty history (scale_claim.go). Bounded: -scale-max caps the
 // largest size; each measurement is -scale-n requests.
 func runScale(ctx context.Context, o options, out io.Writer) error {
+	if o.only == "claim" {
+		return runScaleClaim(ctx, o, out)
+	}
 	// The delivery worker runs in the server, as `finsvc serve` runs it:
 	// fetch requests reach the loopback receiver through it.
 	e, err := serveFresh(ctx, o.databaseURL, true, true)
@@ -451,4 +454,33 @@ func (e *env) noise(ctx context.Context, c *http.Client, path string) func() {
 		}()
 	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// runScaleClaim is `go run ./bench -scale -only claim`: the outbox claim
+// table alone (scale_claim.go), without the big tenant and its server.
+func runScaleClaim(ctx context.Context, o options, out io.Writer) error {
+	empty, err := newClaimDB(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer empty.done()
+	full, err := newClaimDB(ctx, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer full.done()
+	fmt.Fprintf(out, "Outbox claim: a queue of %d due deliveries over %d registrations; a round is %d outbox.Claim calls (N %d, cap %d), each followed by outbox.Finish of its rows; %d alternating rounds per row:\n\n",
+		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, claimRounds)
+	fmt.Fprint(out, claimTableHead)
+	for _, size := range []int{10_000, 100_000, 1_000_000} {
+		if size > o.scaleMax {
+			break
+		}
+		t0 := time.Now()
+		if err := claimBench(ctx, empty, full, size, out); err != nil {
+			return fmt.Errorf("outbox claim: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "outbox claim with %d delivered: %s\n", size, time.Since(t0).Round(time.Second))
+	}
+	return nil
 }

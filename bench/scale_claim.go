@@ -79,13 +79,14 @@ func newClaimDB(ctx context.Context, databaseURL string) (*claimDB, error) {
 
 // grow adds delivered history (one event and one succeeded delivery per
 // row, over the same registrations, within the retention) up to want rows.
+// Finished deliveries are the rows of delivery_history (migration 00090).
 func (c *claimDB) grow(ctx context.Context, want int) error {
 	if want > c.have {
 		for _, q := range []string{
 			`INSERT INTO events (tenant_id, id, kind, payload, occurred_at)
 			 SELECT ?, md5('done' || g)::uuid, 'act.created', '{"act":{"uuid":"00000000-0000-4000-8000-000000000000"}}', now() - g * interval '1 second'
 			 FROM generate_series(?::bigint + 1, ?::bigint) g`,
-			`INSERT INTO deliveries (tenant_id, id, webhook_id, event_id, status, attempts, last_status_code, last_attempt_at, created_at, updated_at)
+			`INSERT INTO delivery_history (tenant_id, id, webhook_id, event_id, status, attempts, last_status_code, last_attempt_at, created_at, updated_at)
 			 SELECT ?, md5('done' || g)::uuid, 1 + g % ` + fmt.Sprint(claimHooks) + `, md5('done' || g)::uuid, 'succeeded', 1, 200,
 			        now() - g * interval '1 second', now() - g * interval '1 second', now() - g * interval '1 second'
 			 FROM generate_series(?::bigint + 1, ?::bigint) g`,
@@ -103,12 +104,22 @@ func (c *claimDB) grow(ctx context.Context, want int) error {
 // the time a real history had grown, so that no round pays for the dead
 // index entries of the previous one.
 func (c *claimDB) tidy(ctx context.Context) error {
-	return c.d.WithContext(ctx).Exec("VACUUM ANALYZE deliveries, events").Error
+	return c.d.WithContext(ctx).Exec("VACUUM ANALYZE deliveries, delivery_history, events").Error
 }
 
-// requeue makes the queue's claimed rows pending and due again.
+// requeue makes the queue's claimed rows pending and due again: the
+// finished ones come back from delivery_history (as a redelivery brings
+// them), any still leased are reset.
 func (c *claimDB) requeue(ctx context.Context) error {
-	err := c.d.WithContext(ctx).Exec(`UPDATE deliveries SET status = 'pending', attempts = 0, lease_owner = NULL, lease_expires_at = NULL,
+	err := c.d.WithContext(ctx).Exec(`WITH back AS (
+		DELETE FROM delivery_history WHERE tenant_id = ? AND id IN (SELECT md5('pending' || g)::uuid FROM generate_series(1, ?::bigint) g)
+		RETURNING tenant_id, id, webhook_id, event_id, created_at)
+		INSERT INTO deliveries (tenant_id, id, webhook_id, event_id, status, attempts, next_attempt_at, created_at, updated_at)
+		SELECT tenant_id, id, webhook_id, event_id, 'pending', 0, now() - interval '1 minute', created_at, now() FROM back`, c.tid, claimPending).Error
+	if err != nil {
+		return err
+	}
+	err = c.d.WithContext(ctx).Exec(`UPDATE deliveries SET status = 'pending', attempts = 0, lease_owner = NULL, lease_expires_at = NULL,
 		next_attempt_at = now() - interval '1 minute', last_status_code = NULL, last_attempt_at = NULL
 		WHERE tenant_id = ? AND id IN (SELECT md5('pending' || g)::uuid FROM generate_series(1, ?::bigint) g) AND status <> 'pending'`, c.tid, claimPending).Error
 	if err != nil {

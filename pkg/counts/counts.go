@@ -144,7 +144,7 @@ UNION ALL SELECT tenant_id, 'acts', 'c:' || client_id, count(*) FROM acts GROUP 
 UNION ALL SELECT tenant_id, 'acts', 'c:' || client_id || ':s:' || status, count(*) FROM acts GROUP BY tenant_id, client_id, status
 UNION ALL SELECT tenant_id, 'webhooks', '', count(*) FROM webhooks GROUP BY tenant_id
 UNION ALL SELECT tenant_id, 'webhooks', 'u:' || created_by_user_id, count(*) FROM webhooks GROUP BY tenant_id, created_by_user_id
-UNION ALL SELECT tenant_id, 'deliveries', 'w:' || webhook_id, count(*) FROM deliveries GROUP BY tenant_id, webhook_id`
+UNION ALL SELECT tenant_id, 'deliveries', 'w:' || webhook_id, count(*) FROM delivery_log GROUP BY tenant_id, webhook_id`
 
 const truthBlocks = `SELECT tenant_id, 'clients' AS kind, id >> 10 AS block, count(*) AS n FROM clients GROUP BY tenant_id, id >> 10
 UNION ALL SELECT tenant_id, 'templates', id >> 10, count(*) FROM templates GROUP BY tenant_id, id >> 10
@@ -152,8 +152,9 @@ UNION ALL SELECT tenant_id, 'users', id >> 10, count(*) FROM users GROUP BY tena
 UNION ALL SELECT tenant_id, 'acts', seq >> 10, count(*) FROM acts GROUP BY tenant_id, seq >> 10
 UNION ALL SELECT tenant_id, 'acts:s:' || status, seq >> 10, count(*) FROM acts GROUP BY tenant_id, status, seq >> 10`
 
-// counted are the tables the triggers count.
-var counted = []string{"clients", "templates", "users", "acts", "webhooks", "deliveries"}
+// counted are the tables the triggers count (a registration's delivery log
+// is both deliveries and delivery_history).
+var counted = []string{"clients", "templates", "users", "acts", "webhooks", "deliveries", "delivery_history"}
 
 // Mismatch is one stored total that differs from the rows.
 type Mismatch struct {

@@ -152,7 +152,7 @@ func TestActLifecycle(t *testing.T) {
 		if created.Act.Uuid != a.Uuid || len(created.Act.Data) != len(actFields) {
 			t.Errorf("act.created payload = %+v", created)
 		}
-		if n := countRows(t, env, "deliveries", "tenant_id = ? AND event_id = ? AND webhook_id = ?", f.Tenant.ID, evs[0].ID, hook); n != 1 {
+		if n := countRows(t, env, "delivery_log", "tenant_id = ? AND event_id = ? AND webhook_id = ?", f.Tenant.ID, evs[0].ID, hook); n != 1 {
 			t.Errorf("%d deliveries for act.created, want 1", n)
 		}
 

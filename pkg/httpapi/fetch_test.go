@@ -156,7 +156,7 @@ func TestFetchRequestCreate(t *testing.T) {
 		if !evExpires.Equal(fr.ExpiresAt) {
 			t.Errorf("event expires_at = %s, want %s", evExpires, fr.ExpiresAt)
 		}
-		if n := countRows(t, env, "deliveries", "tenant_id = ? AND event_id = ? AND webhook_id = ?", f.Tenant.ID, ev.ID, hook); n != 1 {
+		if n := countRows(t, env, "delivery_log", "tenant_id = ? AND event_id = ? AND webhook_id = ?", f.Tenant.ID, ev.ID, hook); n != 1 {
 			t.Errorf("%d deliveries of act.fetch_data, want 1", n)
 		}
 

@@ -243,7 +243,7 @@ func TestWebhooksEndToEndOverTLS(t *testing.T) {
 			if n := countRows(t, env, "events", "kind = ?", outbox.ActCreated); n != 1 {
 				t.Fatalf("%d act.created events", n)
 			}
-			if n := countRows(t, env, "deliveries", "status <> 'succeeded'"); n != 0 {
+			if n := countRows(t, env, "delivery_log", "status <> 'succeeded'"); n != 0 {
 				t.Fatalf("%d deliveries not succeeded", n)
 			}
 			select {

@@ -294,9 +294,16 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 
 		// A finished, failed delivery goes back to pending with the same event.
 		d := log.Data[0]
+		// (recorded as a worker records it: claimed, then finished, which
+		// moves it to the history)
 		if err := env.DB.Table("deliveries").Where("tenant_id = ? AND id = ?", acme.Tenant.ID, d.Id.String()).
-			Updates(map[string]any{"status": "failed", "attempts": 8, "next_attempt_at": nil, "last_status_code": 500, "last_error": "target answered 500"}).Error; err != nil {
+			Updates(map[string]any{"status": "delivering", "lease_owner": "test"}).Error; err != nil {
 			t.Fatal(err)
+		}
+		lastError := "target answered 500"
+		failed := outbox.Update{Status: outbox.Failed, LastError: &lastError, Attempt: &outbox.Attempt{Number: 8, At: time.Now(), StatusCode: 500}}
+		if held, err := outbox.Finish(t.Context(), env.DB, outbox.Claimed{TenantID: acme.Tenant.ID, ID: d.Id.String()}, "test", failed, time.Now(), nil); !held || err != nil {
+			t.Fatalf("finish: held %v, %v", held, err)
 		}
 		var red models.Delivery
 		acme.Do("POST", fmt.Sprintf("%s/deliveries/%s/redeliver", path, d.Id), acme.tok, nil).Status(t, 202).Decode(t, &red)
@@ -309,7 +316,7 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 		// In flight: refused.
 		env.DB.Table("deliveries").Where("id = ?", d.Id.String()).Update("status", "delivering")
 		acme.Do("POST", fmt.Sprintf("%s/deliveries/%s/redeliver", path, d.Id), acme.tok, nil).Status(t, 400)
-		env.DB.Table("deliveries").Where("id = ?", d.Id.String()).Update("status", "failed")
+		env.DB.Table("deliveries").Where("id = ?", d.Id.String()).Update("status", "pending")
 		// Unknown delivery, another registration's delivery, another tenant.
 		acme.Do("POST", fmt.Sprintf("%s/deliveries/%s/redeliver", path, uuid.New()), acme.tok, nil).Status(t, 404)
 		acme.Do("POST", fmt.Sprintf("/api/1.0/webhooks/%d/deliveries/%s/redeliver", other.Id, d.Id), acme.tok, nil).Status(t, 404)
@@ -342,8 +349,8 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 		// and leaves the other registration's alone.
 		acme.Do("DELETE", path, acme.tok, nil).Status(t, 204)
 		var left, others int64
-		env.DB.Table("deliveries").Where("tenant_id = ? AND webhook_id = ?", acme.Tenant.ID, wh.Id).Count(&left)
-		env.DB.Table("deliveries").Where("tenant_id = ? AND webhook_id = ?", acme.Tenant.ID, other.Id).Count(&others)
+		env.DB.Table("delivery_log").Where("tenant_id = ? AND webhook_id = ?", acme.Tenant.ID, wh.Id).Count(&left)
+		env.DB.Table("delivery_log").Where("tenant_id = ? AND webhook_id = ?", acme.Tenant.ID, other.Id).Count(&others)
 		if left != 0 || others != 2 {
 			t.Fatalf("after delete: %d of its deliveries, %d of the other's", left, others)
 		}

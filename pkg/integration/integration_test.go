@@ -206,7 +206,7 @@ func (l *loop) deliveryStatus(eventID string) (status string, code *int) {
 		Status string
 		Code   *int `gorm:"column:last_status_code"`
 	}
-	l.db.Table("deliveries").Select("status, last_status_code").Where("event_id = ?", eventID).Take(&row)
+	l.db.Table("delivery_log").Select("status, last_status_code").Where("event_id = ?", eventID).Take(&row)
 	return row.Status, row.Code
 }
 
@@ -269,7 +269,7 @@ func TestReferenceIntegrationLoopOverTLS(t *testing.T) {
 
 func deliveryID(t *testing.T, d *db.DB, eventID string) string {
 	var id string
-	if err := d.Table("deliveries").Where("event_id = ?", eventID).Pluck("id", &id).Error; err != nil || id == "" {
+	if err := d.Table("delivery_log").Where("event_id = ?", eventID).Pluck("id", &id).Error; err != nil || id == "" {
 		t.Fatalf("delivery of %s: %v", eventID, err)
 	}
 	return id

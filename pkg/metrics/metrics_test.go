@@ -11,6 +11,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 func TestDeliveryOutcomeConcurrent(t *testing.T) {
@@ -56,7 +57,11 @@ func TestOutboxDepth(t *testing.T) {
 					tenantID, ev, time.Now()).Error; err != nil {
 					t.Fatal(err)
 				}
-				if err := d.Exec(`INSERT INTO deliveries (tenant_id, id, webhook_id, event_id, status) VALUES (?, ?, ?, ?, ?)`,
+				table := "deliveries" // the live queue; finished rows are the history
+				if outbox.Status(st).Final() {
+					table = "delivery_history"
+				}
+				if err := d.Exec(`INSERT INTO `+table+` (tenant_id, id, webhook_id, event_id, status) VALUES (?, ?, ?, ?, ?)`,
 					tenantID, uuid.NewString(), wid, ev, st).Error; err != nil {
 					t.Fatal(err)
 				}

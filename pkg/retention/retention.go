@@ -91,7 +91,7 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 		analyze string // the table to re-analyze after a large purge
 	}{
 		// Deliveries first: an event goes only once it has none left.
-		{&st.Deliveries, outbox.PurgeDeliveries, "deliveries"},
+		{&st.Deliveries, outbox.PurgeDeliveries, "delivery_history"},
 		{&st.Events, outbox.PurgeEvents, "events"},
 		{&st.FetchRequests, acts.PurgeFetchRequests, ""},
 		// Keys expire by their own TTL, not the retention period.

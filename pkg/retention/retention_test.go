@@ -10,6 +10,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/retention"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Rows on both sides of the cut-off, in every state: only finished
@@ -49,7 +50,11 @@ func TestPurgeKeepsWhatIsYoung(t *testing.T) {
 			ids[name] = id
 			exec("INSERT INTO events (tenant_id, id, kind, payload, occurred_at) VALUES (?, ?, 'act.created', '{}', ?)", tn.ID, id, old)
 			for _, x := range ds {
-				exec("INSERT INTO deliveries (tenant_id, id, webhook_id, event_id, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+				table := "deliveries" // the live queue; finished rows are the history
+				if outbox.Status(x.status).Final() {
+					table = "delivery_history"
+				}
+				exec("INSERT INTO "+table+" (tenant_id, id, webhook_id, event_id, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 					tn.ID, uuid.New(), x.webhook, id, x.status, old, x.updated)
 			}
 		}
@@ -129,7 +134,7 @@ func TestLargePurgeAnalyzes(t *testing.T) {
 			for range n {
 				ev := uuid.New()
 				exec("INSERT INTO events (tenant_id, id, kind, payload, occurred_at) VALUES (?, ?, 'act.created', '{}', ?)", tn.ID, ev, old)
-				exec("INSERT INTO deliveries (tenant_id, id, webhook_id, event_id, status, created_at, updated_at) VALUES (?, ?, 1, ?, 'succeeded', ?, ?)",
+				exec("INSERT INTO delivery_history (tenant_id, id, webhook_id, event_id, status, created_at, updated_at) VALUES (?, ?, 1, ?, 'succeeded', ?, ?)",
 					tn.ID, uuid.New(), ev, old, old)
 			}
 		}
@@ -151,11 +156,11 @@ func TestLargePurgeAnalyzes(t *testing.T) {
 		// 30 of each, one short of the threshold: no ANALYZE.
 		seed(30)
 		p.AnalyzeAfter = 31
-		d0, e0 := analyzed("deliveries"), analyzed("events")
+		d0, e0 := analyzed("delivery_history"), analyzed("events")
 		if st, err := p.RunOnce(ctx); err != nil || st.Deliveries != 30 || st.Events != 30 {
 			t.Fatalf("below the threshold: purged %+v, %v; want 30 deliveries and 30 events", st, err)
 		}
-		if d1, e1 := analyzed("deliveries"), analyzed("events"); d1 != d0 || e1 != e0 {
+		if d1, e1 := analyzed("delivery_history"), analyzed("events"); d1 != d0 || e1 != e0 {
 			t.Fatalf("below the threshold: deliveries analyzed %d times (was %d), events %d (was %d); want no ANALYZE", d1, d0, e1, e0)
 		}
 
@@ -169,7 +174,7 @@ func TestLargePurgeAnalyzes(t *testing.T) {
 		if d.Dialect == db.Postgres {
 			want = 1
 		}
-		if d1, e1 := analyzed("deliveries"), analyzed("events"); d1 != d0+want || e1 != e0+want {
+		if d1, e1 := analyzed("delivery_history"), analyzed("events"); d1 != d0+want || e1 != e0+want {
 			t.Fatalf("at the threshold: deliveries analyzed %d times (was %d), events %d (was %d); want %d more each", d1, d0, e1, e0, want)
 		}
 		if d.Dialect == db.SQLite {

@@ -77,7 +77,7 @@ func testCrashedWorkerLosesNothing(t *testing.T, d *db.DB) {
 
 	var dangling, done int64
 	f.db.Table("deliveries").Where("status = 'delivering' AND lease_owner = 'a'").Count(&dangling)
-	f.db.Table("deliveries").Where("status = 'succeeded'").Count(&done)
+	f.db.Table("delivery_log").Where("status = 'succeeded'").Count(&done)
 	if dangling == 0 || done >= int64(total) {
 		t.Fatalf("crash left %d leases dangling and %d done; the test needs both mid-way", dangling, done)
 	}
@@ -112,7 +112,7 @@ func testCrashedWorkerLosesNothing(t *testing.T, d *db.DB) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var ok int64
-		f.db.Table("deliveries").Where("status = 'succeeded'").Count(&ok)
+		f.db.Table("delivery_log").Where("status = 'succeeded'").Count(&ok)
 		if ok == int64(total) {
 			break
 		}

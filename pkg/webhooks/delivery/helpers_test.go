@@ -144,7 +144,7 @@ type row struct {
 func (f *fixture) rows() []row {
 	f.t.Helper()
 	var rs []row
-	if err := f.db.Table("deliveries").Where("tenant_id = ?", f.tid).Order("created_at, id").Scan(&rs).Error; err != nil {
+	if err := f.db.Table("delivery_log").Where("tenant_id = ?", f.tid).Order("created_at, id").Scan(&rs).Error; err != nil {
 		f.t.Fatal(err)
 	}
 	return rs

@@ -195,7 +195,7 @@ func TestClaimCapHoldsAcrossConcurrentClaimers(t *testing.T) {
 			t.Fatalf("never more than %d in flight: the claimers did not race", w)
 		}
 		var ok int64
-		d.Table("deliveries").Where("status = ?", string(outbox.Succeeded)).Count(&ok)
+		d.Table("delivery_log").Where("status = ?", string(outbox.Succeeded)).Count(&ok)
 		if ok != total {
 			t.Fatalf("%d of %d deliveries finished", ok, total)
 		}

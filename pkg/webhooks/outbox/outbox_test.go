@@ -75,7 +75,7 @@ func (f *fixture) emit(ob *outbox.Outbox, kind string) (queued int, eventID stri
 
 func (f *fixture) deliveries(eventID string) (webhooks []int64) {
 	f.t.Helper()
-	if err := f.d.Table("deliveries").Where("tenant_id = ? AND event_id = ?", tenant.ID(f.ctx), eventID).
+	if err := f.d.Table("delivery_log").Where("tenant_id = ? AND event_id = ?", tenant.ID(f.ctx), eventID).
 		Order("webhook_id").Pluck("webhook_id", &webhooks).Error; err != nil {
 		f.t.Fatal(err)
 	}
@@ -158,10 +158,30 @@ func TestCancelPending(t *testing.T) {
 			evs = append(evs, ev)
 		}
 		tid := tenant.ID(f.ctx)
+		// set brings the delivery of ev to s as the system would: requeued
+		// (back from the history when finished), then claimed, then
+		// finished (to the history).
 		set := func(ev string, s outbox.Status) {
-			if err := d.Table("deliveries").Where("tenant_id = ? AND event_id = ? AND webhook_id = ?", tid, ev, wh).
-				Updates(map[string]any{"status": string(s), "last_error": "earlier"}).Error; err != nil {
+			t.Helper()
+			var id string
+			if err := d.Table("delivery_log").Where("tenant_id = ? AND event_id = ? AND webhook_id = ?", tid, ev, wh).Pluck("id", &id).Error; err != nil {
 				t.Fatal(err)
+			}
+			now := time.Now()
+			if err := d.Tx(f.ctx, func(tx *gorm.DB) error { return outbox.Requeue(tx, tid, wh, id, now) }); err != nil {
+				t.Fatal(err)
+			}
+			upd := map[string]any{"last_error": "earlier"}
+			if s != outbox.Pending {
+				upd["status"], upd["lease_owner"] = string(outbox.Delivering), "t"
+			}
+			if err := d.Table("deliveries").Where("tenant_id = ? AND id = ?", tid, id).Updates(upd).Error; err != nil {
+				t.Fatal(err)
+			}
+			if s.Final() {
+				if held, err := outbox.Finish(f.ctx, d, outbox.Claimed{TenantID: tid, ID: id}, "t", outbox.Update{Status: s}, now, nil); !held || err != nil {
+					t.Fatalf("finish: held %v, %v", held, err)
+				}
 			}
 		}
 		set(evs[1], outbox.Delivering)
@@ -179,7 +199,7 @@ func TestCancelPending(t *testing.T) {
 				LastError     *string
 				NextAttemptAt *time.Time
 			}
-			d.Table("deliveries").Where("tenant_id = ?", tid).Scan(&rows)
+			d.Table("delivery_log").Where("tenant_id = ?", tid).Scan(&rows)
 			for _, r := range rows {
 				want := outbox.Pending
 				switch {
@@ -216,7 +236,13 @@ func TestDepth(t *testing.T) {
 			ids = append(ids, ev)
 		}
 		d.Table("deliveries").Where("event_id = ?", ids[0]).Update("status", string(outbox.Delivering))
-		d.Table("deliveries").Where("event_id = ?", ids[1]).Update("status", string(outbox.Succeeded))
+		// A finished delivery (moved to the history) is not in the depth.
+		var c outbox.Claimed
+		d.Table("deliveries").Where("event_id = ?", ids[1]).Updates(map[string]any{"status": string(outbox.Delivering), "lease_owner": "t"})
+		d.Table("deliveries").Where("event_id = ?", ids[1]).Take(&c)
+		if held, err := outbox.Finish(context.Background(), d, c, "t", outbox.Update{Status: outbox.Succeeded}, time.Now(), nil); !held || err != nil {
+			t.Fatalf("finish: held %v, %v", held, err)
+		}
 		p, dl, err := outbox.Depth(context.Background(), d)
 		if err != nil || p != 2 || dl != 1 {
 			t.Fatalf("depth %d+%d, %v", p, dl, err)

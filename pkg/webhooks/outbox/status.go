@@ -22,3 +22,9 @@ const (
 	sqlDelivering = "'" + string(Delivering) + "'"
 	sqlLive       = "(" + sqlPending + ", " + sqlDelivering + ")"
 )
+
+// Final reports whether s ends the delivery (until a redelivery): a final
+// delivery lives in delivery_history, a live one in deliveries.
+func (s Status) Final() bool {
+	return s == Succeeded || s == Failed || s == Cancelled
+}

@@ -426,8 +426,11 @@ const deliveryColumns = "deliveries.id, deliveries.webhook_id, deliveries.event_
 	"deliveries.attempts, deliveries.last_status_code, deliveries.last_error, deliveries.response_excerpt, " +
 	"deliveries.last_attempt_at, deliveries.next_attempt_at, deliveries.created_at"
 
+// deliveries reads the registration's delivery log: the live queue and the
+// finished deliveries (the view delivery_log, migration 00090), named
+// deliveries in the query.
 func (s *Store) deliveries(ctx context.Context, q *gorm.DB, webhookID int64) *gorm.DB {
-	return tenant.Scope(ctx, q.Table("deliveries")).
+	return tenant.Scope(ctx, q.Table("delivery_log AS deliveries")).
 		Joins("JOIN events ON events.tenant_id = deliveries.tenant_id AND events.id = deliveries.event_id").
 		Where("deliveries.webhook_id = ?", webhookID)
 }
@@ -475,8 +478,11 @@ func (s *Store) Test(ctx context.Context, p *auth.Principal, webhookID int64) (d
 func (s *Store) Redeliver(ctx context.Context, p *auth.Principal, webhookID int64, deliveryID uuid.UUID) (d *Delivery, err error) {
 	defer apperr.Wrap(&err, "registry.Redeliver(%d, %s)", webhookID, deliveryID)
 	return s.queue(ctx, p, webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
+		// Not locked (a view over two tables cannot be): the registration
+		// is, which serializes redeliveries, and Requeue leaves a delivery
+		// that a worker has claimed since alone.
 		var cur Delivery
-		err := s.deliveries(ctx, s.db.ForUpdate(tx), webhookID).Select(deliveryColumns).
+		err := s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).
 			Where("deliveries.id = ?", deliveryID.String()).Take(&cur).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return "", apperr.Ef(apperr.NotFound, "delivery %s not found", deliveryID)
