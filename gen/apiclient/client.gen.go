@@ -96,7 +96,8 @@ type ClientInterface interface {
 
 	// ListActs List acts
 	//
-	// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 	//
 	// Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 	ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -275,7 +276,8 @@ type ClientInterface interface {
 
 	// ListClients List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+	// match); `meta.total` is exact for every combination.
 	//
 	// Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 	ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -702,7 +704,8 @@ type ClientInterface interface {
 
 // ListActs List acts
 //
-// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 //
 // Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 func (c *APIClient) ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1051,7 +1054,8 @@ func (c *APIClient) ListActHistory(ctx context.Context, actUuid ActUuid, params 
 
 // ListClients List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+// match); `meta.total` is exact for every combination.
 //
 // Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 func (c *APIClient) ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2007,6 +2011,18 @@ func NewListActsRequest(server string, params *ListActsParams) (*http.Request, e
 
 		}
 
+		if params.TemplateId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "template_id", *params.TemplateId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.ClientId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_id", *params.ClientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -2633,6 +2649,42 @@ func NewListClientsRequest(server string, params *ListClientsParams) (*http.Requ
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OrgNumber != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "org_number", *params.OrgNumber, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Country != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "country", *params.Country, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4248,7 +4300,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListActsWithResponse List acts
 	//
-	// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4441,7 +4494,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListClientsWithResponse List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+	// match); `meta.total` is exact for every combination.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12633,7 +12687,8 @@ func (r ReadyzResponse) ContentType() string {
 
 // ListActsWithResponse List acts
 //
-// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12928,7 +12983,8 @@ func (c *ClientWithResponses) ListActHistoryWithResponse(ctx context.Context, ac
 
 // ListClientsWithResponse List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+// match); `meta.total` is exact for every combination.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -1693,17 +1693,29 @@ type ActUuid = openapi_types.UUID
 // ClientId defines model for ClientId.
 type ClientId = int64
 
+// CountryFilter defines model for CountryFilter.
+type CountryFilter = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
 // Limit defines model for Limit.
 type Limit = int
 
+// NamePrefix defines model for NamePrefix.
+type NamePrefix = string
+
+// OrgNumberFilter defines model for OrgNumberFilter.
+type OrgNumberFilter = string
+
 // Page defines model for Page.
 type Page = int
 
 // TemplateId defines model for TemplateId.
 type TemplateId = int64
+
+// TemplateIdFilter defines model for TemplateIdFilter.
+type TemplateIdFilter = int64
 
 // UserId defines model for UserId.
 type UserId = int64
@@ -1760,6 +1772,9 @@ type ListActsParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// TemplateId Only acts created from this template version (the `template_id` of the act).
+	TemplateId *TemplateIdFilter `form:"template_id,omitempty" json:"template_id,omitempty"`
 
 	// ClientId Only acts of this client.
 	ClientId *int64 `form:"client_id,omitempty" json:"client_id,omitempty"`
@@ -1828,6 +1843,16 @@ type ListClientsParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// OrgNumber Only clients with exactly this organization number (compared as stored, after trimming surrounding spaces).
+	OrgNumber *OrgNumberFilter `form:"org_number,omitempty" json:"org_number,omitempty"`
+
+	// Country Only clients of this country (ISO 3166-1 alpha-2, upper case).
+	Country *CountryFilter `form:"country,omitempty" json:"country,omitempty"`
+
+	// Q Only clients whose company name starts with this text, ignoring case (both are compared in lower case).
+	// The cost of the request grows with the number of clients that match: prefer a few characters over one.
+	Q *NamePrefix `form:"q,omitempty" json:"q,omitempty"`
 }
 
 // CreateClientParams defines parameters for CreateClient.

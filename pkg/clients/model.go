@@ -2,6 +2,7 @@
 package clients
 
 import (
+	"strings"
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/money"
@@ -16,9 +17,16 @@ type Client struct {
 	OrgNumber   string        `gorm:"not null"`
 	Country     string        `gorm:"not null"`
 	CreditLimit money.Decimal `gorm:"type:numeric(20,2);not null"`
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// NameKey is CompanyName folded to lower case, what the q filter
+	// matches by prefix (migration 00095). Set by NewNameKey.
+	NameKey   string `gorm:"column:name_key;not null"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
+
+// NameKey folds a company name (or a prefix of one) the way name_key
+// stores it.
+func NameKey(s string) string { return strings.ToLower(s) }
 
 // TableName pins the table.
 func (Client) TableName() string { return "clients" }

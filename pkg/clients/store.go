@@ -56,18 +56,97 @@ type Store struct{ db *db.DB }
 // NewStore returns a Store over d.
 func NewStore(d *db.DB) *Store { return &Store{db: d} }
 
-// List returns one page of clients ordered by id and the total count: one
-// COUNT and one page query (none when the page lies past the end).
-func (s *Store) List(ctx context.Context, p page.Request) (_ []Client, total int64, err error) {
+// Filter narrows List; nil fields do not filter. All set fields must
+// match.
+type Filter struct {
+	OrgNumber  *string // exact, after trimming surrounding spaces
+	Country    *string // ISO 3166-1 alpha-2
+	NamePrefix *string // company name prefix, ignoring case
+}
+
+func (f Filter) empty() bool { return f.OrgNumber == nil && f.Country == nil && f.NamePrefix == nil }
+
+// check validates f (the spec's bounds, again, for callers other than the
+// API) and trims the organisation number as Create stores it.
+func (f *Filter) check() error {
+	fe := apperr.FieldErrors{}
+	if f.OrgNumber != nil {
+		v := strings.TrimSpace(*f.OrgNumber)
+		f.OrgNumber = &v
+		checkOrgNumber(fe, v)
+	}
+	if f.Country != nil {
+		checkCountry(fe, *f.Country)
+	}
+	if f.NamePrefix != nil {
+		checkText(fe, "q", *f.NamePrefix, MaxCompanyNameLength)
+	}
+	return fe.Err(apperr.Invalid, "The request is invalid.")
+}
+
+// total is the exact number of clients matching f: a stored total for no
+// filter or a single equality filter (list_counts), otherwise a count by
+// the narrowest filter's index, bounded by the rows that match it (one
+// organisation number's clients, or the clients whose name starts with
+// the prefix).
+func (s *Store) total(ctx context.Context, f Filter) (int64, error) {
+	switch {
+	case f.empty():
+		return counts.Total(ctx, s.db.DB, counts.Clients)
+	case f.NamePrefix == nil && f.OrgNumber == nil:
+		return counts.Total(ctx, s.db.DB, counts.ClientsIn(*f.Country))
+	case f.NamePrefix == nil && f.Country == nil:
+		return counts.Total(ctx, s.db.DB, counts.ClientsWithOrg(*f.OrgNumber))
+	}
+	var n int64
+	err := s.where(tenant.Scope(ctx, s.db.DB.Model(&Client{})), f).Count(&n).Error
+	return n, err
+}
+
+// where adds f's conditions. The prefix is one range of name_key, whose
+// order is bytewise on both dialects (COLLATE "C" on PostgreSQL): every
+// key that starts with the prefix sorts at or after it and before the
+// prefix followed by the last code point.
+func (s *Store) where(q *gorm.DB, f Filter) *gorm.DB {
+	if f.OrgNumber != nil {
+		q = q.Where("org_number = ?", *f.OrgNumber)
+	}
+	if f.Country != nil {
+		q = q.Where("country = ?", *f.Country)
+	}
+	if f.NamePrefix != nil {
+		lo := NameKey(*f.NamePrefix)
+		q = q.Where("name_key >= ? AND name_key < ?", lo, lo+string(utf8.MaxRune))
+	}
+	return q
+}
+
+// List returns one page of the clients matching f, ordered by id, and
+// their exact total. The total is a stored count or a bounded one (total);
+// an unfiltered deep page seeks by list_blocks; a filtered page takes its
+// ids from the filter's index (a deferred join) and then reads only its
+// rows.
+func (s *Store) List(ctx context.Context, f Filter, p page.Request) (_ []Client, total int64, err error) {
 	defer apperr.Wrap(&err, "clients.List(page %d, limit %d)", p.Page, p.Limit)
 	if err := p.Validate(); err != nil {
 		return nil, 0, err
 	}
-	if total, err = counts.Total(ctx, s.db.DB, counts.Clients); err != nil {
+	if err := f.check(); err != nil {
+		return nil, 0, err
+	}
+	if total, err = s.total(ctx, f); err != nil {
 		return nil, 0, err
 	}
 	out := []Client{}
 	if p.Beyond(total) {
+		return out, total, nil
+	}
+	if !f.empty() {
+		keys := s.where(tenant.Scope(ctx, s.db.DB.Model(&Client{})), f).Select("id").Order("id").Limit(p.Limit).Offset(p.Offset())
+		err = tenant.Scope(ctx, s.db.DB).Where("id IN (?)", keys).Order("id").Find(&out).Error
+		if err != nil {
+			return nil, 0, err
+		}
 		return out, total, nil
 	}
 	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Clients.Kind, int64(p.Offset()))
@@ -125,7 +204,7 @@ func (s *Store) Create(ctx context.Context, in Input) (_ *Client, err error) {
 		return nil, err
 	}
 	c := &Client{
-		TenantID: tid, CompanyName: in.CompanyName, OrgNumber: in.OrgNumber,
+		TenantID: tid, CompanyName: in.CompanyName, NameKey: NameKey(in.CompanyName), OrgNumber: in.OrgNumber,
 		Country: in.Country, CreditLimit: in.CreditLimit,
 	}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -175,6 +254,7 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (_ *Client, err e
 		changes := map[string]any{}
 		if p.CompanyName != nil {
 			c.CompanyName, changes["company_name"] = *p.CompanyName, *p.CompanyName
+			c.NameKey, changes["name_key"] = NameKey(*p.CompanyName), NameKey(*p.CompanyName)
 		}
 		if p.OrgNumber != nil {
 			c.OrgNumber, changes["org_number"] = *p.OrgNumber, *p.OrgNumber

@@ -93,7 +93,7 @@ func TestStoreCRUDTwoTenants(t *testing.T) {
 			t.Fatalf("timestamps = %v, %v", got.CreatedAt, got.UpdatedAt)
 		}
 
-		list, total, err := s.List(ctxA, page.Request{Page: 1, Limit: 25})
+		list, total, err := s.List(ctxA, clients.Filter{}, page.Request{Page: 1, Limit: 25})
 		if err != nil || total != 2 || len(list) != 2 || list[0].ID != 1 || list[1].ID != 2 {
 			t.Fatalf("List(A) = %+v, %d, %v", list, total, err)
 		}
@@ -190,7 +190,7 @@ func TestStoreValidation(t *testing.T) {
 				t.Errorf("%s: errors = %v, want errors.%s", c.name, f, c.field)
 			}
 		}
-		if _, total, _ := s.List(ctx, page.Request{Page: 1, Limit: 10}); total != 0 {
+		if _, total, _ := s.List(ctx, clients.Filter{}, page.Request{Page: 1, Limit: 10}); total != 0 {
 			t.Fatalf("%d clients stored by invalid creates", total)
 		}
 		// Trailing zeros beyond two places lose nothing and are accepted.
@@ -244,7 +244,7 @@ func TestListPagination(t *testing.T) {
 
 		var ids []int64
 		for p := 1; p <= 3; p++ {
-			list, total, err := s.List(ctx, page.Request{Page: p, Limit: 3})
+			list, total, err := s.List(ctx, clients.Filter{}, page.Request{Page: p, Limit: 3})
 			if err != nil || total != 7 {
 				t.Fatalf("page %d: total %d, %v", p, total, err)
 			}
@@ -255,14 +255,14 @@ func TestListPagination(t *testing.T) {
 		if fmt.Sprint(ids) != "[1 2 3 4 5 6 7]" {
 			t.Fatalf("ids across pages = %v", ids)
 		}
-		list, total, err := s.List(ctx, page.Request{Page: 4, Limit: 3})
+		list, total, err := s.List(ctx, clients.Filter{}, page.Request{Page: 4, Limit: 3})
 		if err != nil || total != 7 || list == nil || len(list) != 0 {
 			t.Fatalf("past the end: %v, %d, %v; want empty non-nil, total 7", list, total, err)
 		}
-		if _, _, err := s.List(ctx, page.Request{Page: 1, Limit: 101}); !apperr.Is(err, apperr.Invalid) {
+		if _, _, err := s.List(ctx, clients.Filter{}, page.Request{Page: 1, Limit: 101}); !apperr.Is(err, apperr.Invalid) {
 			t.Fatalf("limit 101: %v", err)
 		}
-		if _, _, err := s.List(ctx, page.Request{Page: 0, Limit: 10}); !apperr.Is(err, apperr.Invalid) {
+		if _, _, err := s.List(ctx, clients.Filter{}, page.Request{Page: 0, Limit: 10}); !apperr.Is(err, apperr.Invalid) {
 			t.Fatalf("page 0: %v", err)
 		}
 	})
@@ -278,7 +278,7 @@ func TestListQueryCount(t *testing.T) {
 		s := clients.NewStore(counted)
 		for _, p := range []page.Request{{Page: 1, Limit: 100}, {Page: 2, Limit: 100}, {Page: 6, Limit: 25}} {
 			before := count()
-			list, total, err := s.List(ctx, p)
+			list, total, err := s.List(ctx, clients.Filter{}, p)
 			if err != nil || total != 150 {
 				t.Fatal(total, err)
 			}
@@ -287,7 +287,7 @@ func TestListQueryCount(t *testing.T) {
 			}
 		}
 		before := count()
-		if _, _, err := s.List(ctx, page.Request{Page: 3, Limit: 100}); err != nil {
+		if _, _, err := s.List(ctx, clients.Filter{}, page.Request{Page: 3, Limit: 100}); err != nil {
 			t.Fatal(err)
 		}
 		if n := count() - before; n != 1 {
@@ -353,7 +353,7 @@ func BenchmarkList(b *testing.B) {
 			for _, p := range []page.Request{{Page: 1, Limit: 25}, {Page: 1, Limit: 100}, {Page: 100, Limit: 100}} {
 				b.Run(fmt.Sprintf("page=%d/limit=%d", p.Page, p.Limit), func(b *testing.B) {
 					for b.Loop() {
-						list, total, err := s.List(ctx, p)
+						list, total, err := s.List(ctx, clients.Filter{}, p)
 						if err != nil || total != 10_000 || len(list) != p.Limit {
 							b.Fatal(len(list), total, err)
 						}

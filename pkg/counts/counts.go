@@ -49,6 +49,22 @@ func Acts(clientID *int64, status *string) Key {
 	return Key{Kind: "acts"}
 }
 
+// ClientsIn is the key of the clients of one country (migration 00095).
+func ClientsIn(country string) Key { return Key{"clients", "country:" + country} }
+
+// ClientsWithOrg is the key of the clients with one organisation number.
+func ClientsWithOrg(orgNumber string) Key { return Key{"clients", "org:" + orgNumber} }
+
+// ActsOfTemplate is the key of the acts of one template version, all or in
+// one status (migration 00095).
+func ActsOfTemplate(templateID int64, status *string) Key {
+	b := "t:" + strconv.FormatInt(templateID, 10)
+	if status != nil {
+		b += ":s:" + *status
+	}
+	return Key{"acts", b}
+}
+
 // WebhooksOf is the key of the registrations user created.
 func WebhooksOf(userID int64) Key { return Key{"webhooks", "u:" + strconv.FormatInt(userID, 10)} }
 
@@ -136,12 +152,16 @@ func seekBlock(ctx context.Context, q *gorm.DB, kind string, offset int64, order
 // list_counts and list_blocks must hold: the migration's initial fill and
 // Check/Rebuild use the same definitions.
 const truthCounts = `SELECT tenant_id, 'clients' AS kind, '' AS bucket, count(*) AS n FROM clients GROUP BY tenant_id
+UNION ALL SELECT tenant_id, 'clients', 'country:' || country, count(*) FROM clients GROUP BY tenant_id, country
+UNION ALL SELECT tenant_id, 'clients', 'org:' || org_number, count(*) FROM clients GROUP BY tenant_id, org_number
 UNION ALL SELECT tenant_id, 'templates', '', count(*) FROM templates GROUP BY tenant_id
 UNION ALL SELECT tenant_id, 'users', '', count(*) FROM users GROUP BY tenant_id
 UNION ALL SELECT tenant_id, 'acts', '', count(*) FROM acts GROUP BY tenant_id
 UNION ALL SELECT tenant_id, 'acts', 's:' || status, count(*) FROM acts GROUP BY tenant_id, status
 UNION ALL SELECT tenant_id, 'acts', 'c:' || client_id, count(*) FROM acts GROUP BY tenant_id, client_id
 UNION ALL SELECT tenant_id, 'acts', 'c:' || client_id || ':s:' || status, count(*) FROM acts GROUP BY tenant_id, client_id, status
+UNION ALL SELECT tenant_id, 'acts', 't:' || template_id, count(*) FROM acts GROUP BY tenant_id, template_id
+UNION ALL SELECT tenant_id, 'acts', 't:' || template_id || ':s:' || status, count(*) FROM acts GROUP BY tenant_id, template_id, status
 UNION ALL SELECT tenant_id, 'webhooks', '', count(*) FROM webhooks GROUP BY tenant_id
 UNION ALL SELECT tenant_id, 'webhooks', 'u:' || created_by_user_id, count(*) FROM webhooks GROUP BY tenant_id, created_by_user_id
 UNION ALL SELECT tenant_id, 'deliveries', 'w:' || webhook_id, count(*) FROM delivery_log GROUP BY tenant_id, webhook_id`

@@ -309,3 +309,60 @@ func TestActPagesMatchOffset(t *testing.T) {
 		}
 	})
 }
+
+// The filter buckets of migration 00095 follow inserts, updates that move a
+// row between buckets, and deletes, on both dialects: clients by country
+// and organisation number, acts by template (alone and with a status).
+func TestFilterBuckets(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, a := testdb.NewTenant(t, d, "acme")
+		exec := func(q string, args ...any) {
+			t.Helper()
+			if err := d.Exec(q, args...).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := func(k counts.Key, n int64) {
+			t.Helper()
+			if got := mustTotal(t, ctx, d, k); got != n {
+				t.Fatalf("%v = %d, want %d", k, got, n)
+			}
+		}
+		exec(`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit) VALUES
+			(?, 1, 'Ørsted', '111', 'NO', 0), (?, 2, 'b', '222', 'NO', 0), (?, 3, 'c', '222', 'SE', 0)`, a.ID, a.ID, a.ID)
+		want(counts.ClientsIn("NO"), 2)
+		want(counts.ClientsWithOrg("222"), 2)
+		exec("UPDATE clients SET country = 'SE', org_number = '333' WHERE tenant_id = ? AND id = 2", a.ID)
+		want(counts.ClientsIn("NO"), 1)
+		want(counts.ClientsIn("SE"), 2)
+		want(counts.ClientsWithOrg("222"), 1)
+		want(counts.ClientsWithOrg("333"), 1)
+		exec("UPDATE clients SET credit_limit = 5 WHERE tenant_id = ?", a.ID)
+		want(counts.ClientsIn("SE"), 2)
+		exec("DELETE FROM clients WHERE tenant_id = ? AND id = 3", a.ID)
+		want(counts.ClientsIn("SE"), 1)
+		want(counts.ClientsWithOrg("222"), 0)
+		var key string
+		d.Raw("SELECT name_key FROM clients WHERE tenant_id = ? AND id = 2", a.ID).Scan(&key)
+		if key != "b" {
+			t.Fatalf("name_key of a row inserted with SQL = %q, want %q", key, "b")
+		}
+
+		exec("INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 't'), (?, 2, 1, 2, 't')", a.ID, a.ID)
+		for i := range 5 {
+			exec("INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, seq) VALUES (?, ?, 1, ?, 'a', 'draft', ?)",
+				a.ID, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), 1+i%2, i+1)
+		}
+		draft, final := "draft", "final"
+		want(counts.ActsOfTemplate(1, nil), 3)
+		want(counts.ActsOfTemplate(2, &draft), 2)
+		exec("UPDATE acts SET status = 'final' WHERE tenant_id = ? AND template_id = 1 AND seq < 5", a.ID)
+		want(counts.ActsOfTemplate(1, &final), 2)
+		want(counts.ActsOfTemplate(1, &draft), 1)
+		want(counts.ActsOfTemplate(1, nil), 3)
+		exec("DELETE FROM acts WHERE tenant_id = ? AND status = 'final'", a.ID)
+		want(counts.ActsOfTemplate(1, nil), 1)
+		want(counts.ActsOfTemplate(1, &final), 0)
+		mustCheck(t, d)
+	})
+}

@@ -124,7 +124,7 @@ func TestListPlansUseIndexes(t *testing.T) {
 
 	cs := clients.NewStore(rd)
 	for _, pg := range []page.Request{{Page: 1, Limit: 25}, {Page: 4000, Limit: 25}, {Page: 7999, Limit: 25}} {
-		out, total, err := cs.List(ctx, pg)
+		out, total, err := cs.List(ctx, clients.Filter{}, pg)
 		if err != nil || total != 200000 || len(out) != 25 || out[0].ID != int64((pg.Page-1)*25+1) {
 			t.Fatalf("clients page %d: %d rows from id %v, total %d, %v", pg.Page, len(out), out, total, err)
 		}

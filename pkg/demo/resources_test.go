@@ -58,7 +58,7 @@ func TestSeedTemplatesAndClients(t *testing.T) {
 			t.Fatalf("Credit review sources %v, table %v", sources, hasTable)
 		}
 
-		cl, total, err := clients.NewStore(d).List(ctx, page.Request{Page: 1, Limit: 10})
+		cl, total, err := clients.NewStore(d).List(ctx, clients.Filter{}, page.Request{Page: 1, Limit: 10})
 		if err != nil || total != 5 {
 			t.Fatalf("clients: %d, %v", total, err)
 		}

@@ -12,13 +12,15 @@ import (
 // Clients: list, get, create, change, delete. Viewers read; members and
 // admins write; tokens need clients:read or clients:write (authorize.go).
 
-// ListClients is GET /clients: one COUNT plus one page query.
+// ListClients is GET /clients, filtered by org_number, country and q.
 func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsRequestObject) (apiserver.ListClientsResponseObject, error) {
 	p, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.svc.Clients.List(ctx, p)
+	list, total, err := h.svc.Clients.List(ctx, clients.Filter{
+		OrgNumber: req.Params.OrgNumber, Country: req.Params.Country, NamePrefix: req.Params.Q,
+	}, p)
 	if err != nil {
 		return nil, err
 	}

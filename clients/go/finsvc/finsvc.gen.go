@@ -1703,17 +1703,29 @@ type ActUuid = openapi_types.UUID
 // ClientId defines model for ClientId.
 type ClientId = int64
 
+// CountryFilter defines model for CountryFilter.
+type CountryFilter = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
 // Limit defines model for Limit.
 type Limit = int
 
+// NamePrefix defines model for NamePrefix.
+type NamePrefix = string
+
+// OrgNumberFilter defines model for OrgNumberFilter.
+type OrgNumberFilter = string
+
 // Page defines model for Page.
 type Page = int
 
 // TemplateId defines model for TemplateId.
 type TemplateId = int64
+
+// TemplateIdFilter defines model for TemplateIdFilter.
+type TemplateIdFilter = int64
 
 // UserId defines model for UserId.
 type UserId = int64
@@ -1770,6 +1782,9 @@ type ListActsParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// TemplateId Only acts created from this template version (the `template_id` of the act).
+	TemplateId *TemplateIdFilter `form:"template_id,omitempty" json:"template_id,omitempty"`
 
 	// ClientId Only acts of this client.
 	ClientId *int64 `form:"client_id,omitempty" json:"client_id,omitempty"`
@@ -1838,6 +1853,16 @@ type ListClientsParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// OrgNumber Only clients with exactly this organization number (compared as stored, after trimming surrounding spaces).
+	OrgNumber *OrgNumberFilter `form:"org_number,omitempty" json:"org_number,omitempty"`
+
+	// Country Only clients of this country (ISO 3166-1 alpha-2, upper case).
+	Country *CountryFilter `form:"country,omitempty" json:"country,omitempty"`
+
+	// Q Only clients whose company name starts with this text, ignoring case (both are compared in lower case).
+	// The cost of the request grows with the number of clients that match: prefer a few characters over one.
+	Q *NamePrefix `form:"q,omitempty" json:"q,omitempty"`
 }
 
 // CreateClientParams defines parameters for CreateClient.
@@ -2185,7 +2210,8 @@ type ClientInterface interface {
 
 	// ListActs List acts
 	//
-	// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 	//
 	// Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 	ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2364,7 +2390,8 @@ type ClientInterface interface {
 
 	// ListClients List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+	// match); `meta.total` is exact for every combination.
 	//
 	// Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 	ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2791,7 +2818,8 @@ type ClientInterface interface {
 
 // ListActs List acts
 //
-// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 //
 // Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 func (c *APIClient) ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3140,7 +3168,8 @@ func (c *APIClient) ListActHistory(ctx context.Context, actUuid ActUuid, params 
 
 // ListClients List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+// match); `meta.total` is exact for every combination.
 //
 // Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 func (c *APIClient) ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4096,6 +4125,18 @@ func NewListActsRequest(server string, params *ListActsParams) (*http.Request, e
 
 		}
 
+		if params.TemplateId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "template_id", *params.TemplateId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.ClientId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_id", *params.ClientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -4722,6 +4763,42 @@ func NewListClientsRequest(server string, params *ListClientsParams) (*http.Requ
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OrgNumber != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "org_number", *params.OrgNumber, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Country != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "country", *params.Country, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6337,7 +6414,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListActsWithResponse List acts
 	//
-	// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6530,7 +6608,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListClientsWithResponse List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+	// match); `meta.total` is exact for every combination.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14722,7 +14801,8 @@ func (r ReadyzResponse) ContentType() string {
 
 // ListActsWithResponse List acts
 //
-// A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15017,7 +15097,8 @@ func (c *ClientWithResponses) ListActHistoryWithResponse(ctx context.Context, ac
 
 // ListClientsWithResponse List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+// match); `meta.total` is exact for every combination.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -93,7 +93,8 @@ export interface paths {
         };
         /**
          * List clients
-         * @description Returns a page of the tenant's clients ordered by id, with pagination `meta`.
+         * @description Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
+         *     match); `meta.total` is exact for every combination.
          */
         get: operations["listClients"];
         put?: never;
@@ -224,7 +225,8 @@ export interface paths {
         };
         /**
          * List acts
-         * @description A page of acts, newest first, optionally filtered by client and status. Data points are not included; read one act for them.
+         * @description A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
+         *     must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
          */
         get: operations["listActs"];
         put?: never;
@@ -2101,6 +2103,24 @@ export interface components {
         Page: number;
         /** @description Items per page. */
         Limit: number;
+        /**
+         * @description Only clients with exactly this organization number (compared as stored, after trimming surrounding spaces).
+         * @example 923456781
+         */
+        OrgNumberFilter: string;
+        /**
+         * @description Only clients of this country (ISO 3166-1 alpha-2, upper case).
+         * @example NO
+         */
+        CountryFilter: string;
+        /**
+         * @description Only clients whose company name starts with this text, ignoring case (both are compared in lower case).
+         *     The cost of the request grows with the number of clients that match: prefer a few characters over one.
+         * @example nordic
+         */
+        NamePrefix: string;
+        /** @description Only acts created from this template version (the `template_id` of the act). */
+        TemplateIdFilter: number;
         /** @description The user id. */
         UserId: number;
         /** @description The client id. */
@@ -2389,6 +2409,22 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only clients with exactly this organization number (compared as stored, after trimming surrounding spaces).
+                 * @example 923456781
+                 */
+                org_number?: components["parameters"]["OrgNumberFilter"];
+                /**
+                 * @description Only clients of this country (ISO 3166-1 alpha-2, upper case).
+                 * @example NO
+                 */
+                country?: components["parameters"]["CountryFilter"];
+                /**
+                 * @description Only clients whose company name starts with this text, ignoring case (both are compared in lower case).
+                 *     The cost of the request grows with the number of clients that match: prefer a few characters over one.
+                 * @example nordic
+                 */
+                q?: components["parameters"]["NamePrefix"];
             };
             header?: never;
             path?: never;
@@ -2815,6 +2851,8 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
+                /** @description Only acts created from this template version (the `template_id` of the act). */
+                template_id?: components["parameters"]["TemplateIdFilter"];
                 /** @description Only acts of this client. */
                 client_id?: number;
                 /** @description Only acts in this status. */
