@@ -320,7 +320,7 @@ func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, t
 	// entries only.
 	skip := int64(pg.Offset())
 	if f.ClientID == nil && f.TemplateID == nil {
-		below, rest, ok, err := counts.SeekNewest(ctx, s.DB.DB, counts.ActBlocks(status), skip)
+		below, rest, ok, err := counts.SeekNewest(ctx, s.DB.DB, counts.ActBlocks(status), skip, total)
 		if err != nil {
 			return nil, 0, err
 		}

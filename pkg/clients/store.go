@@ -149,7 +149,7 @@ func (s *Store) List(ctx context.Context, f Filter, p page.Request) (_ []Client,
 		}
 		return out, total, nil
 	}
-	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Clients.Kind, int64(p.Offset()))
+	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Clients.Kind, int64(p.Offset()), total)
 	if err != nil || !ok {
 		return out, total, err
 	}

@@ -98,13 +98,14 @@ const seekFrom = 2_000
 // Seek turns an offset into an id-ordered list of kind (clients, templates,
 // users) into a starting id and a small remaining offset: the page is then
 // "id >= from ORDER BY id OFFSET skip", which reads at most one block's
-// rows before the page instead of offset rows. ok is false when the offset
-// is at or past the end of the list.
-func Seek(ctx context.Context, q *gorm.DB, kind string, offset int64) (from, skip int64, ok bool, err error) {
+// rows before the page instead of offset rows. total is the list's stored
+// total (Total), which lets a page past the middle be found from the end.
+// ok is false when the offset is at or past the end of the list.
+func Seek(ctx context.Context, q *gorm.DB, kind string, offset, total int64) (from, skip int64, ok bool, err error) {
 	if offset < seekFrom {
 		return 0, offset, true, nil
 	}
-	block, before, ok, err := seekBlock(ctx, q, kind, offset, "ASC")
+	block, before, ok, err := seekBlock(ctx, q, kind, offset, total, "ASC")
 	return block * BlockSize, offset - before, ok, err
 }
 
@@ -119,33 +120,63 @@ func ActBlocks(status *string) string {
 
 // SeekNewest is Seek for a list ordered by its key descending (acts, newest
 // first, by seq): the page is "key < below ORDER BY key DESC OFFSET skip"
-// (below is 0, meaning no bound, for shallow pages).
-func SeekNewest(ctx context.Context, q *gorm.DB, kind string, offset int64) (below, skip int64, ok bool, err error) {
+// (below is 0, meaning no bound, for shallow pages). total is the list's
+// stored total, as for Seek.
+func SeekNewest(ctx context.Context, q *gorm.DB, kind string, offset, total int64) (below, skip int64, ok bool, err error) {
 	if offset < seekFrom {
 		return 0, offset, true, nil
 	}
-	block, before, ok, err := seekBlock(ctx, q, kind, offset, "DESC")
+	block, before, ok, err := seekBlock(ctx, q, kind, offset, total, "DESC")
 	return (block + 1) * BlockSize, offset - before, ok, err
 }
 
-// seekBlock finds, walking kind's blocks in order (ASC or DESC), the block
-// holding the row at offset and how many rows come before it; ok is false
-// past the end of the list.
-func seekBlock(ctx context.Context, q *gorm.DB, kind string, offset int64, order string) (block, before int64, ok bool, err error) {
+// seekBlock finds the block of kind holding the row at offset in the list
+// ordered by block (ASC or DESC), and how many rows come before it; ok is
+// false past the end of the list. The running sum reads the blocks from
+// where the walk starts up to the one it looks for, so a row past the
+// middle of the list (by total) is looked for from the other end, as the
+// total-1-offset-th row of the reverse order: no seek reads more than half
+// of the blocks. At a million rows (977 blocks) the last page's seek read
+// all of them (0.7 ms) and was what made that page twice as slow as at
+// 10,000 rows; from the end it reads two (0.1 ms). A total that differs
+// from the blocks (a write between the two reads) shifts the page by the
+// rows written, as reading a moment later would.
+func seekBlock(ctx context.Context, q *gorm.DB, kind string, offset, total int64, order string) (block, before int64, ok bool, err error) {
+	if offset >= total/2 && offset < total {
+		rev := "DESC"
+		if order == "DESC" {
+			rev = "ASC"
+		}
+		block, _, cum, ok, err := walkBlocks(ctx, q, kind, total-1-offset, rev)
+		if err != nil || ok {
+			// The rows before the block in order are those not in it
+			// or after it.
+			return block, total - cum, ok, err
+		}
+	}
+	block, before, _, ok, err = walkBlocks(ctx, q, kind, offset, order)
+	return block, before, ok, err
+}
+
+// walkBlocks walks kind's blocks in order (ASC or DESC) to the one holding
+// the row at offset: its number, the rows before it and the rows up to
+// its end (before plus its own).
+func walkBlocks(ctx context.Context, q *gorm.DB, kind string, offset int64, order string) (block, before, cum int64, ok bool, err error) {
 	var rows []struct {
 		Block  int64
 		Before int64
+		Cum    int64
 	}
-	err = q.WithContext(ctx).Raw(`SELECT block, cum - n AS before FROM (
+	err = q.WithContext(ctx).Raw(`SELECT block, cum - n AS before, cum FROM (
   SELECT block, n, SUM(n) OVER (ORDER BY block `+order+`) AS cum FROM list_blocks WHERE tenant_id = ? AND kind = ? AND n <> 0
 ) b WHERE cum > ? ORDER BY block `+order+` LIMIT 1`, tenant.ID(ctx), kind, offset).Scan(&rows).Error
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("counts: seek %s to %d: %w", kind, offset, err)
+		return 0, 0, 0, false, fmt.Errorf("counts: seek %s to %d: %w", kind, offset, err)
 	}
 	if len(rows) == 0 {
-		return 0, 0, false, nil
+		return 0, 0, 0, false, nil
 	}
-	return rows[0].Block, rows[0].Before, true, nil
+	return rows[0].Block, rows[0].Before, rows[0].Cum, true, nil
 }
 
 // truthCounts and truthBlocks compute, from the rows themselves, what

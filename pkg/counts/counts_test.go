@@ -195,8 +195,8 @@ func TestSeekMatchesOffset(t *testing.T) {
 		if got := mustTotal(t, ctx, d, counts.Clients); got != total {
 			t.Fatalf("total %d, COUNT(*) %d", got, total)
 		}
-		for _, offset := range []int64{0, 1999, 2000, 2047, 3000, 4711, total - 25, total - 1} {
-			from, skip, ok, err := counts.Seek(ctx, d.DB, "clients", offset)
+		for _, offset := range []int64{0, 1999, 2000, 2047, 3000, 4711, total/2 - 1, total / 2, total - 1025, total - 25, total - 1} {
+			from, skip, ok, err := counts.Seek(ctx, d.DB, "clients", offset, total)
 			if err != nil || !ok {
 				t.Fatalf("Seek(%d) = %v, %v", offset, ok, err)
 			}
@@ -207,7 +207,7 @@ func TestSeekMatchesOffset(t *testing.T) {
 				t.Fatalf("offset %d: seek from %d skip %d gives %v, OFFSET gives %v", offset, from, skip, got, want)
 			}
 		}
-		if _, _, ok, err := counts.Seek(ctx, d.DB, "clients", total); ok || err != nil {
+		if _, _, ok, err := counts.Seek(ctx, d.DB, "clients", total, total); ok || err != nil {
 			t.Fatalf("Seek past the end: ok=%v err=%v", ok, err)
 		}
 	})
@@ -282,7 +282,7 @@ func TestActPagesMatchOffset(t *testing.T) {
 				t.Fatalf("status %v: %d acts; the test needs deep pages", status, total)
 			}
 			for _, offset := range []int64{0, 1999, 2000, 2500, total / 2, total - 25, total - 1} {
-				below, skip, ok, err := counts.SeekNewest(ctx, d.DB, counts.ActBlocks(status), offset)
+				below, skip, ok, err := counts.SeekNewest(ctx, d.DB, counts.ActBlocks(status), offset, total)
 				if err != nil || !ok {
 					t.Fatalf("SeekNewest(%d) = %v, %v", offset, ok, err)
 				}
@@ -297,7 +297,7 @@ func TestActPagesMatchOffset(t *testing.T) {
 					t.Fatalf("status %v offset %d: seek below %d skip %d gives %v, OFFSET gives %v", status, offset, below, skip, got, want)
 				}
 			}
-			if _, _, ok, err := counts.SeekNewest(ctx, d.DB, counts.ActBlocks(status), total); ok || err != nil {
+			if _, _, ok, err := counts.SeekNewest(ctx, d.DB, counts.ActBlocks(status), total, total); ok || err != nil {
 				t.Fatalf("SeekNewest past the end: ok=%v err=%v", ok, err)
 			}
 		}

@@ -132,7 +132,7 @@ func (s *Store) List(ctx context.Context, p page.Request) (_ []Template, total i
 	if p.Beyond(total) {
 		return out, total, nil
 	}
-	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Templates.Kind, int64(p.Offset()))
+	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Templates.Kind, int64(p.Offset()), total)
 	if err != nil || !ok {
 		return out, total, err
 	}

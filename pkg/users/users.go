@@ -371,7 +371,7 @@ func (s *Store) List(ctx context.Context, pr page.Request) ([]User, int64, error
 	if pr.Beyond(total) {
 		return users, total, nil
 	}
-	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Users.Kind, int64(pr.Offset()))
+	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Users.Kind, int64(pr.Offset()), total)
 	if err != nil || !ok {
 		return users, total, err
 	}
