@@ -54,6 +54,8 @@ type options struct {
 	scale    bool
 	scaleMax int
 	scaleN   int
+	// claimRounds: alternating rounds per row of the scale run's claim table.
+	claimRounds int
 
 	wrk        bool
 	wrkThreads int
@@ -80,6 +82,7 @@ func main() {
 	flag.BoolVar(&o.scale, "scale", false, "instead of the benchmark, grow one tenant to 10k, 100k and 1M clients and measure list and read latency at each size")
 	flag.IntVar(&o.scaleMax, "scale-max", 1_000_000, "with -scale: the largest size (clients) to grow to")
 	flag.IntVar(&o.scaleN, "scale-n", 200, "with -scale: requests per measurement")
+	flag.IntVar(&o.claimRounds, "claim-rounds", claimRounds, "with -scale: alternating rounds per row of the outbox claim table (more on a loaded machine)")
 	flag.IntVar(&o.replicas, "replicas", 0, "instead of the benchmark, run this many `finsvc serve` processes (the built binary) on one database and Redis: throughput through 1…N, revocation delay, event delivery")
 	flag.IntVar(&o.events, "replicas-events", 20000, "with -replicas: events to emit through the replicas (bounded to 100000)")
 	flag.StringVar(&o.redisURL, "redis-url", envOr("FINSVC_REDIS_URL", "redis://127.0.0.1:6379/8"), "with -replicas: the Redis database the replicas share (emptied at the start: give the benchmark a database of its own; TestReplicas uses 9); env FINSVC_REDIS_URL")

@@ -182,13 +182,13 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			fmt.Fprintf(out, "| %d | %d | %d | %s (SQL only) | %s | %s |\n", size, acts, size*2, q.name, ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
 		}
 		t0 = time.Now()
-		if err := claimBench(ctx, empty, full, size, &claims); err != nil {
+		if err := claimBench(ctx, empty, full, size, o.claimRounds, &claims); err != nil {
 			return fmt.Errorf("outbox claim: %w", err)
 		}
 		fmt.Fprintf(os.Stderr, "outbox claim with %d delivered: %s\n", size, time.Since(t0).Round(time.Second))
 	}
 	fmt.Fprintf(out, "\nOutbox claim: a queue of %d due deliveries over %d registrations; a round is %d outbox.Claim calls (N %d, cap %d), each followed by outbox.Finish of its rows; %d alternating rounds per row:\n\n",
-		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, claimRounds)
+		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, o.claimRounds)
 	fmt.Fprint(out, claims.String())
 	return nil
 }
@@ -470,14 +470,14 @@ func runScaleClaim(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer full.done()
 	fmt.Fprintf(out, "Outbox claim: a queue of %d due deliveries over %d registrations; a round is %d outbox.Claim calls (N %d, cap %d), each followed by outbox.Finish of its rows; %d alternating rounds per row:\n\n",
-		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, claimRounds)
+		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, o.claimRounds)
 	fmt.Fprint(out, claimTableHead)
 	for _, size := range []int{10_000, 100_000, 1_000_000} {
 		if size > o.scaleMax {
 			break
 		}
 		t0 := time.Now()
-		if err := claimBench(ctx, empty, full, size, out); err != nil {
+		if err := claimBench(ctx, empty, full, size, o.claimRounds, out); err != nil {
 			return fmt.Errorf("outbox claim: %w", err)
 		}
 		fmt.Fprintf(os.Stderr, "outbox claim with %d delivered: %s\n", size, time.Since(t0).Round(time.Second))

@@ -23,7 +23,7 @@ import (
 const (
 	claimHooks   = 20     // registrations the queue is spread over
 	claimPending = 10_000 // due deliveries in the queue
-	claimRounds  = 3      // alternating rounds per history size
+	claimRounds  = 3      // alternating rounds per history size (-claim-rounds)
 	// claimsPerRound × claimSlots (1,600) rows are claimed per round.
 	claimsPerRound = 50
 	// As the worker asks with the default configuration: its free slots
@@ -204,7 +204,7 @@ func sumRounds(rs []claimRound) claimStats {
 
 // claimBench compares the queue's drain with history rows of delivered
 // history against empty, and prints one row of the claim table.
-func claimBench(ctx context.Context, empty, full *claimDB, history int, out io.Writer) error {
+func claimBench(ctx context.Context, empty, full *claimDB, history, rounds int, out io.Writer) error {
 	if err := full.grow(ctx, history); err != nil {
 		return err
 	}
@@ -214,17 +214,25 @@ func claimBench(ctx context.Context, empty, full *claimDB, history int, out io.W
 			return err
 		}
 	}
+	// Rounds alternate empty, full, full, empty, … so that a load that
+	// rises or falls during the row weighs on both sides alike.
 	var er, fr []claimRound
-	for range claimRounds {
-		r, err := empty.drain(ctx)
-		if err != nil {
-			return fmt.Errorf("empty history: %w", err)
+	for i := range rounds {
+		first, second := empty, full
+		if i%2 == 1 {
+			first, second = full, empty
 		}
-		er = append(er, r)
-		if r, err = full.drain(ctx); err != nil {
-			return fmt.Errorf("%d delivered: %w", history, err)
+		for _, c := range []*claimDB{first, second} {
+			r, err := c.drain(ctx)
+			if err != nil {
+				return fmt.Errorf("%d delivered (this side %d): %w", history, c.have, err)
+			}
+			if c == empty {
+				er = append(er, r)
+			} else {
+				fr = append(fr, r)
+			}
 		}
-		fr = append(fr, r)
 	}
 	e, f := sumRounds(er), sumRounds(fr)
 	fmt.Fprintf(out, "| %d | %d | %s / %s | %s / %s | %.0f / %.0f | %.0f / %.0f | %+.1f %% |\n",
