@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ory/fosite"
@@ -119,6 +120,10 @@ func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error)
 
 // Client is GetClient with the concrete type.
 func (s *Store) Client(ctx context.Context, id string) (*Client, error) {
+	memo, _ := ctx.Value(clientMemoKey{}).(*clientMemo)
+	if c := memo.get(ctx, id); c != nil {
+		return c, nil
+	}
 	var c Client
 	err := tenant.Scope(ctx, s.conn(ctx)).Where("id = ?", id).Take(&c).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -127,7 +132,48 @@ func (s *Store) Client(ctx context.Context, id string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oauth store: get client: %w", err)
 	}
+	memo.put(&c)
 	return &c, nil
+}
+
+type clientMemoKey struct{}
+
+// clientMemo is the app Client loaded last in one request (WithClientMemo).
+type clientMemo struct {
+	mu sync.Mutex
+	c  *Client
+}
+
+// WithClientMemo returns a context in which Client loads each app once: a
+// token request looks its client up three times (the budget's client
+// authentication before the grant, fosite's own, and the client of the
+// refresh token's row), and each lookup was a round trip. Scope it to one
+// request: an app deleted or given a new secret afterwards must be seen by
+// the next request. Only found apps are remembered, so a failed lookup is
+// retried, and the answer is keyed by tenant and id.
+func WithClientMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, clientMemoKey{}, &clientMemo{})
+}
+
+func (m *clientMemo) get(ctx context.Context, id string) *Client {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.c != nil && m.c.TenantID == tenant.ID(ctx) && m.c.ID == id {
+		return m.c
+	}
+	return nil
+}
+
+func (m *clientMemo) put(c *Client) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.c = c
+	m.mu.Unlock()
 }
 
 // ClientAssertionJWTValid implements fosite.ClientManager. JWT client

@@ -12,6 +12,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
@@ -91,6 +92,49 @@ func TestClients(t *testing.T) {
 		}
 		if err := h.Compare(f.a, ca.GetHashedSecret(), []byte("secret-globex")); err == nil {
 			t.Fatal("tenant B's secret matched tenant A's app")
+		}
+	})
+}
+
+// TestClientMemo: within one request's memo an app is loaded once; the
+// memo answers only for the tenant and id it holds, and remembers no
+// failed lookup.
+func TestClientMemo(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := setup(t, d)
+		counted, count := d.CountQueries()
+		st := store.New(counted)
+		a := store.WithClientMemo(f.a)
+		for range 3 {
+			c, err := st.Client(a, sharedClientID)
+			if err != nil || c.Name != "App of acme" {
+				t.Fatalf("client: %v %v", c, err)
+			}
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("3 lookups in one memo ran %d queries, want 1", n)
+		}
+		// The same id in tenant B, under the memo holding A's app: B's app.
+		b := tenant.NewContext(a, tenant.MustFromContext(f.b))
+		if c, err := st.Client(b, sharedClientID); err != nil || c.Name != "App of globex" {
+			t.Fatalf("tenant B: %v %v", c, err)
+		}
+		for range 2 {
+			if _, err := st.Client(a, "app_missing"); !errors.Is(err, fosite.ErrNotFound) {
+				t.Fatalf("missing client: %v", err)
+			}
+		}
+		if n := count(); n != 4 {
+			t.Fatalf("%d queries, want 4 (A once, B once, the missing app twice)", n)
+		}
+		// Without a memo every lookup is a query.
+		for range 2 {
+			if _, err := st.Client(f.a, sharedClientID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := count(); n != 6 {
+			t.Fatalf("%d queries, want 6", n)
 		}
 	})
 }
