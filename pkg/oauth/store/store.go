@@ -76,50 +76,142 @@ type request struct {
 
 type txKey struct{}
 
-// BeginTX implements storage.Transactional: it opens a transaction and
-// returns a context carrying it; every store method called with that
-// context runs inside it.
+// txState is a storage.Transactional transaction. The database transaction
+// opens only when an operation needs it: fosite's refresh transaction
+// (RotateRefreshToken, then the new access and refresh tokens) is held back
+// in rot and written at Commit, on PostgreSQL as one statement
+// (commitRotation). Any other operation first opens the transaction and
+// writes what was held back, in order.
+type txState struct {
+	db     *gorm.DB  // the database transaction; nil until opened
+	rot    *rotation // held back; nil once written
+	err    error     // opening it or writing what was held back failed
+	closed bool      // committed or rolled back
+}
+
+// rotation is a refresh-token rotation held back until Commit: the
+// presented token's signature and the rows of the tokens replacing it.
+type rotation struct {
+	signature       string
+	access, refresh map[string]any
+}
+
+func txOf(ctx context.Context) *txState {
+	t, _ := ctx.Value(txKey{}).(*txState)
+	return t
+}
+
+// withTx returns ctx carrying the open database transaction tx, for the
+// store's own multi-statement writes.
+func withTx(ctx context.Context, tx *gorm.DB) context.Context {
+	return context.WithValue(ctx, txKey{}, &txState{db: tx})
+}
+
+// BeginTX implements storage.Transactional: it returns a context carrying a
+// transaction; every store method called with that context runs inside it.
 func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
-	if _, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+	if txOf(ctx) != nil {
 		return ctx, errors.New("oauth store: transaction already open")
+	}
+	return context.WithValue(ctx, txKey{}, &txState{}), nil
+}
+
+// open opens t's database transaction, if not yet done, and writes what was
+// held back.
+func (s *Store) open(ctx context.Context, t *txState) error {
+	switch {
+	case t.err != nil:
+		return t.err
+	case t.closed:
+		return errors.New("oauth store: transaction already ended")
+	case t.db != nil:
+		return nil
 	}
 	tx := s.db.DB.WithContext(ctx).Begin()
 	if tx.Error != nil {
-		return ctx, fmt.Errorf("oauth store: begin: %w", tx.Error)
+		t.err = fmt.Errorf("oauth store: begin: %w", tx.Error)
+		return t.err
 	}
-	return context.WithValue(ctx, txKey{}, tx), nil
+	t.db = tx
+	if rot := t.rot; rot != nil {
+		t.rot = nil
+		if err := s.writeRotation(ctx, rot); err != nil {
+			t.err = err
+			return err
+		}
+	}
+	return nil
 }
 
 // Commit implements storage.Transactional.
 func (s *Store) Commit(ctx context.Context) error {
-	tx, ok := ctx.Value(txKey{}).(*gorm.DB)
-	if !ok {
+	t := txOf(ctx)
+	if t == nil {
 		return errors.New("oauth store: commit without transaction")
 	}
-	if err := tx.Commit().Error; err != nil {
+	if t.err == nil && t.db == nil && !t.closed {
+		switch {
+		case t.rot == nil:
+			t.closed = true // nothing was written
+			return nil
+		case t.rot.complete() && s.db.Dialect == db.Postgres:
+			t.closed = true
+			return s.commitRotation(ctx, t.rot)
+		}
+	}
+	if err := s.open(ctx, t); err != nil {
+		_ = s.Rollback(ctx)
+		return err
+	}
+	t.closed = true
+	if err := t.db.Commit().Error; err != nil {
 		return fmt.Errorf("oauth store: commit: %w", err)
 	}
 	return nil
 }
 
-// Rollback implements storage.Transactional.
+// Rollback implements storage.Transactional. fosite also calls it after a
+// failed Commit: a transaction that already ended is left alone.
 func (s *Store) Rollback(ctx context.Context) error {
-	tx, ok := ctx.Value(txKey{}).(*gorm.DB)
-	if !ok {
+	t := txOf(ctx)
+	if t == nil {
 		return errors.New("oauth store: rollback without transaction")
 	}
-	if err := tx.Rollback().Error; err != nil && !errors.Is(err, gorm.ErrInvalidTransaction) {
+	t.rot = nil
+	if t.closed || t.db == nil {
+		t.closed = true
+		return nil
+	}
+	t.closed = true
+	if err := t.db.Rollback().Error; err != nil && !errors.Is(err, gorm.ErrInvalidTransaction) {
 		return fmt.Errorf("oauth store: rollback: %w", err)
 	}
 	return nil
 }
 
-// conn is the transaction in ctx, or the pool.
+// conn is the transaction in ctx (opened now if it was not yet), or the
+// pool.
 func (s *Store) conn(ctx context.Context) *gorm.DB {
-	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
-		return tx
+	t := txOf(ctx)
+	if t == nil {
+		return s.db.DB
 	}
-	return s.db.DB
+	if err := s.open(ctx, t); err != nil {
+		// Every statement on this handle fails with err.
+		failed := s.db.DB.Session(&gorm.Session{NewDB: true})
+		_ = failed.AddError(err)
+		return failed
+	}
+	return t.db
+}
+
+// holding returns the rotation held back in ctx's transaction, if the
+// transaction has not opened yet.
+func holding(ctx context.Context) *rotation {
+	if t := txOf(ctx); t != nil && t.db == nil && t.err == nil && !t.closed {
+		return t.rot
+	}
+	return nil
 }
 
 func (s *Store) table(ctx context.Context, name string) *gorm.DB {
@@ -140,13 +232,34 @@ func userIDOf(r fosite.Requester) (int64, error) {
 }
 
 func (s *Store) create(ctx context.Context, table, signature string, r fosite.Requester, kind fosite.TokenType, accessSig string) error {
-	uid, err := userIDOf(r)
+	row, err := requestRow(ctx, table, signature, r, kind, accessSig)
 	if err != nil {
 		return err
 	}
+	return s.insert(ctx, table, row)
+}
+
+func (s *Store) insert(ctx context.Context, table string, row map[string]any) error {
+	if err := s.conn(ctx).WithContext(ctx).Table(table).Create(row).Error; err != nil {
+		return fmt.Errorf("oauth store: create %s: %w", table, err)
+	}
+	return nil
+}
+
+// requestColumns are the columns of a request row, in the order of
+// rotationSQL's inserts.
+var requestColumns = []string{"tenant_id", "signature", "request_id", "requested_at", "client_id", "user_id",
+	"scopes", "granted_scopes", "form_data", "session_data", "expires_at", "active"}
+
+// requestRow is the row of a fosite request table storing r.
+func requestRow(ctx context.Context, table, signature string, r fosite.Requester, kind fosite.TokenType, accessSig string) (map[string]any, error) {
+	uid, err := userIDOf(r)
+	if err != nil {
+		return nil, err
+	}
 	sess, err := json.Marshal(r.GetSession())
 	if err != nil {
-		return fmt.Errorf("oauth store: encode session: %w", err)
+		return nil, fmt.Errorf("oauth store: encode session: %w", err)
 	}
 	form := url.Values{}
 	for _, k := range formKeys {
@@ -156,7 +269,7 @@ func (s *Store) create(ctx context.Context, table, signature string, r fosite.Re
 	}
 	exp := r.GetSession().GetExpiresAt(kind)
 	if exp.IsZero() {
-		return fmt.Errorf("oauth store: %s without expiry", kind)
+		return nil, fmt.Errorf("oauth store: %s without expiry", kind)
 	}
 	row := map[string]any{
 		"tenant_id":      tenant.ID(ctx),
@@ -175,10 +288,7 @@ func (s *Store) create(ctx context.Context, table, signature string, r fosite.Re
 	if table == tableRefresh {
 		row["access_signature"] = accessSig
 	}
-	if err := s.conn(ctx).WithContext(ctx).Table(table).Create(row).Error; err != nil {
-		return fmt.Errorf("oauth store: create %s: %w", table, err)
-	}
-	return nil
+	return row, nil
 }
 
 // get loads a request row and rebuilds the fosite request. It returns the
@@ -269,8 +379,14 @@ func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature st
 	return nil
 }
 
-// CreateAccessTokenSession implements oauth2.AccessTokenStorage.
+// CreateAccessTokenSession implements oauth2.AccessTokenStorage. After a
+// held-back rotation it is held back too (txState).
 func (s *Store) CreateAccessTokenSession(ctx context.Context, signature string, r fosite.Requester) error {
+	if rot := holding(ctx); rot != nil && rot.access == nil {
+		row, err := requestRow(ctx, tableAccess, signature, r, fosite.AccessToken, "")
+		rot.access = row
+		return err
+	}
 	return s.create(ctx, tableAccess, signature, r, fosite.AccessToken, "")
 }
 
@@ -284,8 +400,14 @@ func (s *Store) DeleteAccessTokenSession(ctx context.Context, signature string) 
 	return s.delete(ctx, tableAccess, "signature", signature)
 }
 
-// CreateRefreshTokenSession implements oauth2.RefreshTokenStorage.
+// CreateRefreshTokenSession implements oauth2.RefreshTokenStorage. After a
+// held-back rotation and its access token it is held back too (txState).
 func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature, accessSignature string, r fosite.Requester) error {
+	if rot := holding(ctx); rot != nil && rot.access != nil && rot.refresh == nil {
+		row, err := requestRow(ctx, tableRefresh, signature, r, fosite.RefreshToken, accessSignature)
+		rot.refresh = row
+		return err
+	}
 	return s.create(ctx, tableRefresh, signature, r, fosite.RefreshToken, accessSignature)
 }
 
@@ -304,21 +426,137 @@ func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string)
 // RotateRefreshToken implements oauth2.RefreshTokenStorage: the used
 // refresh token becomes inactive (kept, so that its reuse is detected) and
 // the access token issued with it is deleted. The conditional UPDATE makes
-// two concurrent refreshes with one token yield one winner.
+// two concurrent refreshes with one token yield one winner. In a
+// transaction that has not opened yet it is held back until Commit
+// (txState), and the loser learns of its loss there.
 func (s *Store) RotateRefreshToken(ctx context.Context, requestID, signature string) error {
-	var accessSig string
-	if err := s.table(ctx, tableRefresh).Where("signature = ?", signature).
-		Pluck("access_signature", &accessSig).Error; err != nil {
+	if t := txOf(ctx); t != nil && t.db == nil && t.rot == nil && t.err == nil && !t.closed {
+		t.rot = &rotation{signature: signature}
+		return nil
+	}
+	return s.rotate(ctx, signature)
+}
+
+// rotate deactivates the refresh token with signature, if still active,
+// and deletes its access token.
+func (s *Store) rotate(ctx context.Context, signature string) error {
+	var accessSigs []string
+	if err := s.conn(ctx).WithContext(ctx).Raw(
+		"UPDATE "+tableRefresh+" SET active = ? WHERE tenant_id = ? AND signature = ? AND active = ? RETURNING access_signature",
+		false, tenant.ID(ctx), signature, true).Scan(&accessSigs).Error; err != nil {
 		return fmt.Errorf("oauth store: rotate refresh token: %w", err)
 	}
-	if err := s.deactivate(ctx, tableRefresh, signature); err != nil {
-		if errors.Is(err, ErrAlreadyUsed) {
-			return fmt.Errorf("%w: %w", fosite.ErrInactiveToken, err)
-		}
+	if len(accessSigs) == 0 {
+		return fmt.Errorf("%w: %w", fosite.ErrInactiveToken, ErrAlreadyUsed)
+	}
+	if accessSigs[0] != "" {
+		return s.delete(ctx, tableAccess, "signature", accessSigs[0])
+	}
+	return nil
+}
+
+func (r *rotation) complete() bool { return r != nil && r.access != nil && r.refresh != nil }
+
+// writeRotation writes a held-back rotation statement by statement, in
+// fosite's order, in the transaction of ctx.
+func (s *Store) writeRotation(ctx context.Context, r *rotation) error {
+	if err := s.rotate(ctx, r.signature); err != nil {
 		return err
 	}
-	if accessSig != "" {
-		return s.delete(ctx, tableAccess, "signature", accessSig)
+	if r.access != nil {
+		if err := s.insert(ctx, tableAccess, r.access); err != nil {
+			return err
+		}
+	}
+	if r.refresh != nil {
+		return s.insert(ctx, tableRefresh, r.refresh)
+	}
+	return nil
+}
+
+// rotationSQL is a whole refresh on PostgreSQL, one statement and one round
+// trip instead of seven (BEGIN, the presented token's access signature, the
+// conditional UPDATE, the DELETE, two INSERTs, COMMIT): the new tokens are
+// written only if this statement deactivated the presented token, which a
+// concurrent refresh with the same token cannot also do (its UPDATE waits
+// for ours and then finds the row inactive).
+//
+// Deleting the old access token fires migration 00050's NOTIFY, and a
+// committing transaction that notified holds PostgreSQL's cluster-wide
+// notify lock until its commit record is flushed: such commits queue one
+// fsync after another, which capped concurrent refreshes at the disk's
+// fsync rate (BENCHMARKS.md, "Token endpoint"). So this statement commits
+// without waiting for the flush (synchronous_commit off for its transaction
+// only, nothing left on the connection for a pooler) and commitRotation
+// then waits for durability with walFlushSQL, outside the lock, where
+// concurrent refreshes share fsyncs. No answer leaves before the rotation
+// is on disk.
+var rotationSQL = func() string {
+	cols := strings.Join(requestColumns, ", ")
+	// Each new row's values, cast where PostgreSQL cannot infer the type
+	// of a parameter in a SELECT list; tenant_id is the presented token's.
+	v := make([]string, len(requestColumns))
+	for i, c := range requestColumns {
+		switch c {
+		case "tenant_id":
+			v[i] = "u.tenant_id"
+		case "requested_at", "expires_at":
+			v[i] = "?::timestamptz"
+		case "user_id":
+			v[i] = "?::bigint"
+		case "active":
+			v[i] = "true"
+		default:
+			v[i] = "?::text"
+		}
+	}
+	vals := strings.Join(v, ", ")
+	return `WITH used AS (
+	UPDATE ` + tableRefresh + ` SET active = false
+	WHERE tenant_id = ? AND signature = ? AND active
+	RETURNING tenant_id, access_signature
+), gone AS (
+	DELETE FROM ` + tableAccess + ` a USING used u
+	WHERE a.tenant_id = u.tenant_id AND a.signature = u.access_signature
+), access AS (
+	INSERT INTO ` + tableAccess + ` (` + cols + `) SELECT ` + vals + ` FROM used u
+), refresh AS (
+	INSERT INTO ` + tableRefresh + ` (` + cols + `, access_signature) SELECT ` + vals + `, ?::text FROM used u
+)
+SELECT count(*) AS rotated, set_config('synchronous_commit', 'off', true) AS async FROM used`
+}()
+
+// rotationArgs are rotationSQL's parameters for r.
+func rotationArgs(ctx context.Context, r *rotation) []any {
+	args := []any{tenant.ID(ctx), r.signature}
+	for _, row := range []map[string]any{r.access, r.refresh} {
+		for _, c := range requestColumns {
+			if c != "tenant_id" && c != "active" {
+				args = append(args, row[c])
+			}
+		}
+	}
+	return append(args, r.refresh["access_signature"])
+}
+
+// walFlushSQL makes everything committed before it durable: a transaction
+// that gets a transaction id writes a commit record and, with the default
+// synchronous_commit, waits until the WAL is flushed past it (and so past
+// every earlier commit).
+const walFlushSQL = "SELECT txid_current()"
+
+// commitRotation writes r with rotationSQL and waits until it is durable.
+func (s *Store) commitRotation(ctx context.Context, r *rotation) error {
+	var out struct{ Rotated int64 }
+	if err := s.db.DB.WithContext(ctx).Raw(rotationSQL, rotationArgs(ctx, r)...).Scan(&out).Error; err != nil {
+		return fmt.Errorf("oauth store: rotate refresh token: %w", err)
+	}
+	if out.Rotated == 0 {
+		return fmt.Errorf("%w: %w", fosite.ErrInactiveToken, ErrAlreadyUsed)
+	}
+	var xid int64
+	if err := s.db.DB.WithContext(ctx).Raw(walFlushSQL).Scan(&xid).Error; err != nil {
+		return fmt.Errorf("oauth store: rotate refresh token: wait for the flush: %w", err)
 	}
 	return nil
 }
@@ -381,7 +619,7 @@ func (s *Store) RevokeFamilyOfRefreshToken(ctx context.Context, signature string
 // revocations queue on it instead of deadlocking on the family's rows.
 func (s *Store) revokeFamilyOf(ctx context.Context, table, signature string) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
-		tctx := context.WithValue(ctx, txKey{}, tx)
+		tctx := withTx(ctx, tx)
 		var ids []string
 		if err := s.db.ForUpdate(s.table(tctx, table)).Where("signature = ?", signature).Pluck("request_id", &ids).Error; err != nil {
 			return fmt.Errorf("oauth store: find token family: %w", err)
@@ -408,7 +646,7 @@ func (s *Store) revokeFamilyOf(ctx context.Context, table, signature string) err
 // it when the user is deactivated.
 func (s *Store) RevokeUser(ctx context.Context, userID int64) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
-		tctx := context.WithValue(ctx, txKey{}, tx)
+		tctx := withTx(ctx, tx)
 		for _, t := range []string{"oauth_consents", tableAccess, "web_sessions"} {
 			if err := s.table(tctx, t).Where("user_id = ?", userID).Delete(map[string]any{}).Error; err != nil {
 				return fmt.Errorf("oauth store: revoke user %d: %s: %w", userID, t, err)
@@ -428,7 +666,7 @@ func (s *Store) RevokeUser(ctx context.Context, userID int64) error {
 // codes. Used by /account/apps.
 func (s *Store) RevokeUserApp(ctx context.Context, userID int64, clientID string) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
-		tctx := context.WithValue(ctx, txKey{}, tx)
+		tctx := withTx(ctx, tx)
 		w := "user_id = ? AND client_id = ?"
 		if err := s.table(tctx, "oauth_consents").Where(w, userID, clientID).Delete(map[string]any{}).Error; err != nil {
 			return fmt.Errorf("oauth store: revoke consent: %w", err)
