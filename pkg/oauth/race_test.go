@@ -95,3 +95,68 @@ func TestConcurrentRefresh(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentRefreshChains: refreshes of distinct chains at once, beside
+// a token presented several times at once. Every chain rotates (its old
+// access token dies, the new one works), exactly one presentation of the
+// shared token wins and its family is revoked, and the other families are
+// untouched; reusing one chain's rotated token later revokes that chain
+// alone.
+func TestConcurrentRefreshChains(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *server) {
+		o := s.org(t, "acme", "admin")
+		const chains, reusers, rounds = 8, 4, 3
+		type chain struct{ access, refresh, used string }
+		cs := make([]chain, chains)
+		for i := range cs {
+			cs[i].access, cs[i].refresh = o.tokens(t)
+		}
+		for round := range rounds {
+			what := fmt.Sprintf("round %d", round)
+			_, shared := o.tokens(t)
+			next := make([]tokenResult, chains)
+			reuse := make([]tokenResult, reusers)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range chains + reusers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					if i < chains {
+						next[i] = o.token(t, o.refreshGrant(cs[i].refresh), reqStyle{})
+					} else {
+						reuse[i-chains] = o.token(t, o.refreshGrant(shared), reqStyle{})
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			familyRevoked(t, o, what+", reused token", exactlyOneWins(t, what+", reused token", reuse))
+			for i, r := range next {
+				if r.Code != 200 {
+					t.Fatalf("%s, chain %d: refresh = %d %v", what, i, r.Code, r.Body)
+				}
+				if st, _ := o.me(t, cs[i].access); st != 401 {
+					t.Errorf("%s, chain %d: the rotated access token still works (/me = %d)", what, i, st)
+				}
+				cs[i] = chain{access: r.str("access_token"), refresh: r.str("refresh_token"), used: cs[i].refresh}
+				if st, _ := o.me(t, cs[i].access); st != 200 {
+					t.Errorf("%s, chain %d: the new access token is refused (/me = %d)", what, i, st)
+				}
+			}
+		}
+		// Chain 0's rotated token presented again: chain 0 is revoked, the
+		// others keep working.
+		expectOAuthError(t, o.token(t, o.refreshGrant(cs[0].used), reqStyle{}), 400, "invalid_grant")
+		familyRevoked(t, o, "chain 0 after reuse", &tokenResult{Body: map[string]any{"access_token": cs[0].access, "refresh_token": cs[0].refresh}})
+		for i := 1; i < chains; i++ {
+			if st, _ := o.me(t, cs[i].access); st != 200 {
+				t.Errorf("chain %d: access token refused after chain 0's reuse (/me = %d)", i, st)
+			}
+			if r := o.token(t, o.refreshGrant(cs[i].refresh), reqStyle{}); r.Code != 200 {
+				t.Errorf("chain %d: refresh after chain 0's reuse = %d %v", i, r.Code, r.Body)
+			}
+		}
+	})
+}
