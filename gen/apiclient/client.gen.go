@@ -96,8 +96,10 @@ type ClientInterface interface {
 
 	// ListActs List acts
 	//
-	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+	// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+	// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+	// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+	// points' values.
 	//
 	// Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 	ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -276,8 +278,8 @@ type ClientInterface interface {
 
 	// ListClients List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-	// match); `meta.total` is exact for every combination.
+	// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+	// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 	//
 	// Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 	ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -357,7 +359,8 @@ type ClientInterface interface {
 
 	// ListTemplates List templates
 	//
-	// A page of the tenant's templates, every version included, with their fields.
+	// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+	// then id, with `updated_since`).
 	//
 	// Corresponds with GET /api/1.0/templates (the `ListTemplates` operationId).
 	ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -704,8 +707,10 @@ type ClientInterface interface {
 
 // ListActs List acts
 //
-// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+// points' values.
 //
 // Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 func (c *APIClient) ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1054,8 +1059,8 @@ func (c *APIClient) ListActHistory(ctx context.Context, actUuid ActUuid, params 
 
 // ListClients List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-// match); `meta.total` is exact for every combination.
+// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 //
 // Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 func (c *APIClient) ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1235,7 +1240,8 @@ func (c *APIClient) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // ListTemplates List templates
 //
-// A page of the tenant's templates, every version included, with their fields.
+// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+// then id, with `updated_since`).
 //
 // Corresponds with GET /api/1.0/templates (the `ListTemplates` operationId).
 func (c *APIClient) ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2023,6 +2029,18 @@ func NewListActsRequest(server string, params *ListActsParams) (*http.Request, e
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.ClientId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_id", *params.ClientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -2694,6 +2712,18 @@ func NewListClientsRequest(server string, params *ListClientsParams) (*http.Requ
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3009,6 +3039,18 @@ func NewListTemplatesRequest(server string, params *ListTemplatesParams) (*http.
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4300,8 +4342,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListActsWithResponse List acts
 	//
-	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+	// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+	// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+	// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+	// points' values.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4494,8 +4538,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListClientsWithResponse List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-	// match); `meta.total` is exact for every combination.
+	// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+	// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4587,7 +4631,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListTemplatesWithResponse List templates
 	//
-	// A page of the tenant's templates, every version included, with their fields.
+	// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+	// then id, with `updated_since`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12687,8 +12732,10 @@ func (r ReadyzResponse) ContentType() string {
 
 // ListActsWithResponse List acts
 //
-// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+// points' values.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12983,8 +13030,8 @@ func (c *ClientWithResponses) ListActHistoryWithResponse(ctx context.Context, ac
 
 // ListClientsWithResponse List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-// match); `meta.total` is exact for every combination.
+// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13136,7 +13183,8 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 
 // ListTemplatesWithResponse List templates
 //
-// A page of the tenant's templates, every version included, with their fields.
+// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+// then id, with `updated_since`).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -1717,6 +1717,9 @@ type TemplateId = int64
 // TemplateIdFilter defines model for TemplateIdFilter.
 type TemplateIdFilter = int64
 
+// UpdatedSince defines model for UpdatedSince.
+type UpdatedSince = time.Time
+
 // UserId defines model for UserId.
 type UserId = int64
 
@@ -1775,6 +1778,25 @@ type ListActsParams struct {
 
 	// TemplateId Only acts created from this template version (the `template_id` of the act).
 	TemplateId *TemplateIdFilter `form:"template_id,omitempty" json:"template_id,omitempty"`
+
+	// UpdatedSince Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+	// oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+	// before it, so a sync never misses a row and never sees one twice:
+	//
+	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	//
+	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
+	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
+	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+	// keep microseconds; send `updated_at` back exactly as received.
+	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 
 	// ClientId Only acts of this client.
 	ClientId *int64 `form:"client_id,omitempty" json:"client_id,omitempty"`
@@ -1853,6 +1875,25 @@ type ListClientsParams struct {
 	// Q Only clients whose company name starts with this text, ignoring case (both are compared in lower case).
 	// The cost of the request grows with the number of clients that match: prefer a few characters over one.
 	Q *NamePrefix `form:"q,omitempty" json:"q,omitempty"`
+
+	// UpdatedSince Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+	// oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+	// before it, so a sync never misses a row and never sees one twice:
+	//
+	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	//
+	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
+	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
+	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+	// keep microseconds; send `updated_at` back exactly as received.
+	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // CreateClientParams defines parameters for CreateClient.
@@ -1873,6 +1914,25 @@ type ListTemplatesParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+	// oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+	// before it, so a sync never misses a row and never sees one twice:
+	//
+	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	//
+	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
+	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
+	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+	// keep microseconds; send `updated_at` back exactly as received.
+	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // CreateTemplateParams defines parameters for CreateTemplate.

@@ -244,7 +244,10 @@ func (s *Store) insert(tx *gorm.DB, a *Act) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
+	now, err := db.Stamp(tx, a.TenantID, StampList, s.now())
+	if err != nil {
+		return err
+	}
 	a.Seq, a.CreatedAt, a.UpdatedAt = seq, now, now
 	if err := tx.Create(a).Error; err != nil {
 		return fmt.Errorf("insert act: %w", err)
@@ -262,15 +265,24 @@ func NextSeq(tx *gorm.DB, tenantID int64) (int64, error) {
 // SeqName is the id_sequences name of the acts' creation numbers.
 const SeqName = "acts.seq"
 
+// StampList is the db.Stamp list of the acts' updated_at: every write of
+// an act's updated_at takes it, so that an incremental sync sees changes in
+// commit order.
+const StampList = "acts"
+
 // Filter narrows List; nil fields do not filter. All set fields must
 // match.
 type Filter struct {
 	ClientID   *int64
 	Status     *Status
 	TemplateID *int64
+	// UpdatedSince keeps the acts changed strictly after it and orders
+	// them by (updated_at, seq), oldest change first (db.Stamp).
+	UpdatedSince *time.Time
 }
 
-// List returns a page of acts, newest first, and the total matching.
+// List returns a page of acts, newest first (oldest change first with
+// UpdatedSince), and the total matching.
 func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, total int64, err error) {
 	defer apperr.Wrap(&err, "acts.List")
 	filtered := func() *gorm.DB {
@@ -284,6 +296,9 @@ func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, t
 		if f.TemplateID != nil {
 			q = q.Where("template_id = ?", *f.TemplateID)
 		}
+		if f.UpdatedSince != nil {
+			q = q.Where("updated_at > ?", f.UpdatedSince.UTC().Truncate(time.Microsecond))
+		}
 		return q
 	}
 	keys := filtered()
@@ -295,8 +310,10 @@ func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, t
 	// Every filter but client and template together has a stored total
 	// (migrations 00060, 00095); that pair is counted over the client's
 	// acts, which are few (acts_client_seq_idx).
+	// A sync (UpdatedSince) counts over acts_updated_idx, as many entries
+	// as acts changed since.
 	switch {
-	case f.TemplateID != nil && f.ClientID != nil:
+	case f.UpdatedSince != nil, f.TemplateID != nil && f.ClientID != nil:
 		err = filtered().Count(&total).Error
 	case f.TemplateID != nil:
 		total, err = counts.Total(ctx, s.DB.DB, counts.ActsOfTemplate(*f.TemplateID, status))
@@ -319,6 +336,11 @@ func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, t
 	// A template's acts page by OFFSET over acts_template_seq_idx, index
 	// entries only.
 	skip := int64(pg.Offset())
+	if f.UpdatedSince != nil {
+		keys = keys.Select("uuid").Order("updated_at, seq").Offset(int(skip)).Limit(pg.Limit)
+		err := tenant.Scope(ctx, s.DB.DB).Where("uuid IN (?)", keys).Order("updated_at, seq").Find(&out).Error
+		return out, total, err
+	}
 	if f.ClientID == nil && f.TemplateID == nil {
 		below, rest, ok, err := counts.SeekNewest(ctx, s.DB.DB, counts.ActBlocks(status), skip, total)
 		if err != nil {
@@ -348,7 +370,10 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, actUUID uuid.UUID
 		if err != nil {
 			return err
 		}
-		now := s.now()
+		now, err := db.Stamp(tx, a.TenantID, StampList, s.now())
+		if err != nil {
+			return err
+		}
 		old := a.Title
 		if err := tenant.Scope(ctx, tx.Model(&Act{})).Where("uuid = ?", a.UUID).
 			Updates(map[string]any{"title": title, "updated_at": now}).Error; err != nil {
@@ -378,7 +403,10 @@ func (s *Store) Finalize(ctx context.Context, p *auth.Principal, actUUID uuid.UU
 			return apperr.E(apperr.Invalid, "the act is already final").
 				WithField("status", "act is already final")
 		}
-		now := s.now()
+		now, err := db.Stamp(tx, a.TenantID, StampList, s.now())
+		if err != nil {
+			return err
+		}
 		if err := tenant.Scope(ctx, tx.Model(&Act{})).Where("uuid = ?", a.UUID).
 			Updates(map[string]any{"status": StatusFinal, "finalized_at": now, "updated_at": now}).Error; err != nil {
 			return err

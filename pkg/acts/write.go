@@ -12,6 +12,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/fieldtype"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
@@ -459,10 +460,17 @@ func applyItems(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req
 		}
 	}
 	if len(dw) > 0 {
+		// The act's own updated_at is a sync stamp (db.Stamp), at or just
+		// after now; the data points and history keep now.
+		touched, err := db.Stamp(tx, a.TenantID, StampList, now)
+		if err != nil {
+			return err
+		}
 		if err := tenant.Scope(ctx, tx.Model(&Act{})).Where("uuid = ?", a.UUID).
-			Update("updated_at", now).Error; err != nil {
+			Update("updated_at", touched).Error; err != nil {
 			return fmt.Errorf("touch act: %w", err)
 		}
+		a.UpdatedAt = touched
 	}
 	return Record(ctx, tx, actor, now, hist...)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -62,9 +63,14 @@ type Filter struct {
 	OrgNumber  *string // exact, after trimming surrounding spaces
 	Country    *string // ISO 3166-1 alpha-2
 	NamePrefix *string // company name prefix, ignoring case
+	// UpdatedSince keeps the clients changed strictly after it and orders
+	// them by (updated_at, id), oldest change first (db.Stamp).
+	UpdatedSince *time.Time
 }
 
-func (f Filter) empty() bool { return f.OrgNumber == nil && f.Country == nil && f.NamePrefix == nil }
+func (f Filter) empty() bool {
+	return f.OrgNumber == nil && f.Country == nil && f.NamePrefix == nil && f.UpdatedSince == nil
+}
 
 // check validates f (the spec's bounds, again, for callers other than the
 // API) and trims the organisation number as Create stores it.
@@ -93,6 +99,9 @@ func (s *Store) total(ctx context.Context, f Filter) (int64, error) {
 	switch {
 	case f.empty():
 		return counts.Total(ctx, s.db.DB, counts.Clients)
+	case f.UpdatedSince != nil:
+		// Counted over clients_updated_idx: as many index entries as
+		// clients changed since (README, Incremental sync).
 	case f.NamePrefix == nil && f.OrgNumber == nil:
 		return counts.Total(ctx, s.db.DB, counts.ClientsIn(*f.Country))
 	case f.NamePrefix == nil && f.Country == nil:
@@ -118,10 +127,14 @@ func (s *Store) where(q *gorm.DB, f Filter) *gorm.DB {
 		lo := NameKey(*f.NamePrefix)
 		q = q.Where("name_key >= ? AND name_key < ?", lo, lo+string(utf8.MaxRune))
 	}
+	if f.UpdatedSince != nil {
+		q = q.Where("updated_at > ?", f.UpdatedSince.UTC().Truncate(time.Microsecond))
+	}
 	return q
 }
 
-// List returns one page of the clients matching f, ordered by id, and
+// List returns one page of the clients matching f, ordered by id (by
+// updated_at and id with UpdatedSince), and
 // their exact total. The total is a stored count or a bounded one (total);
 // an unfiltered deep page seeks by list_blocks; a filtered page takes its
 // ids from the filter's index (a deferred join) and then reads only its
@@ -142,8 +155,12 @@ func (s *Store) List(ctx context.Context, f Filter, p page.Request) (_ []Client,
 		return out, total, nil
 	}
 	if !f.empty() {
-		keys := s.where(tenant.Scope(ctx, s.db.DB.Model(&Client{})), f).Select("id").Order("id").Limit(p.Limit).Offset(p.Offset())
-		err = tenant.Scope(ctx, s.db.DB).Where("id IN (?)", keys).Order("id").Find(&out).Error
+		order := "id"
+		if f.UpdatedSince != nil {
+			order = "updated_at, id"
+		}
+		keys := s.where(tenant.Scope(ctx, s.db.DB.Model(&Client{})), f).Select("id").Order(order).Limit(p.Limit).Offset(p.Offset())
+		err = tenant.Scope(ctx, s.db.DB).Where("id IN (?)", keys).Order(order).Find(&out).Error
 		if err != nil {
 			return nil, 0, err
 		}
@@ -213,6 +230,10 @@ func (s *Store) Create(ctx context.Context, in Input) (_ *Client, err error) {
 			return err
 		}
 		c.ID = id
+		if c.UpdatedAt, err = db.Stamp(tx, tid, Sequence, tx.NowFunc()); err != nil {
+			return err
+		}
+		c.CreatedAt = c.UpdatedAt
 		return tx.Create(c).Error
 	})
 	if err != nil {
@@ -268,7 +289,9 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (_ *Client, err e
 		if len(changes) == 0 {
 			return nil
 		}
-		c.UpdatedAt = tx.NowFunc()
+		if c.UpdatedAt, err = db.Stamp(tx, c.TenantID, Sequence, tx.NowFunc()); err != nil {
+			return err
+		}
 		changes["updated_at"] = c.UpdatedAt
 		return tenant.Scope(ctx, tx).Model(&Client{}).Where("id = ?", id).Updates(changes).Error
 	})

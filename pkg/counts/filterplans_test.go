@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -19,18 +20,21 @@ import (
 // sequentially, and the filter's own index where the planner has a choice
 // worth pinning (organisation number, name prefix, template). Totals of
 // single equality filters are list_counts reads; the others count over
-// the filter's index.
+// the filter's index. A sync (updated_since) reads and counts the rows
+// changed since over the updated_at index.
 func TestFilterPlansUseIndexes(t *testing.T) {
 	d := testdb.Postgres(t)
 	ctx, big := testdb.NewTenant(t, d, "big")
 	testdb.NewTenant(t, d, "small")
 	for _, s := range []string{
-		`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit)
-		 SELECT ?, g, 'Client ' || g, '556' || g, (ARRAY['SE','NO','DK','FI'])[1 + g % 4], 1000 FROM generate_series(1, 200000) g`,
+		`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit, updated_at)
+		 SELECT ?, g, 'Client ' || g, '556' || g, (ARRAY['SE','NO','DK','FI'])[1 + g % 4], 1000,
+		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, 200000) g`,
 		`INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 'T'), (?, 2, 2, 1, 'U')`,
-		`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, seq)
+		`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, updated_at, seq)
 		 SELECT ?, md5(g::text)::uuid, 1 + g % 5000, CASE WHEN g % 100 = 0 THEN 2 ELSE 1 END, 'Act ' || g,
-		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, now() - (100000 - g) * interval '1 second', g
+		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, now() - (100000 - g) * interval '1 second',
+		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g
 		 FROM generate_series(1, 100000) g`,
 	} {
 		args := []any{big.ID}
@@ -70,6 +74,9 @@ func TestFilterPlansUseIndexes(t *testing.T) {
 		}
 	}
 	sp := func(s string) *string { return &s }
+	// The changes of the last 1,000 seconds: 1,000 clients and 1,000 acts.
+	recent := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(199000 * time.Second)
+	recentActs := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(99000 * time.Second)
 	cs := clients.NewStore(rd)
 	for _, c := range []struct {
 		name string
@@ -84,6 +91,8 @@ func TestFilterPlansUseIndexes(t *testing.T) {
 		{"org_number and country", clients.Filter{OrgNumber: sp("55612345"), Country: sp("NO")}, page.Request{Page: 1, Limit: 25}, 1, "clients_org_number_idx"},
 		{"q", clients.Filter{NamePrefix: sp("client 1234")}, page.Request{Page: 1, Limit: 25}, 111, "clients_name_key_idx"},
 		{"q and country", clients.Filter{NamePrefix: sp("CLIENT 1234"), Country: sp("SE")}, page.Request{Page: 2, Limit: 10}, 28, "clients_name_key_idx"},
+		{"updated_since", clients.Filter{UpdatedSince: &recent}, page.Request{Page: 1, Limit: 100}, 1000, "clients_updated_idx"},
+		{"updated_since, page 10", clients.Filter{UpdatedSince: &recent}, page.Request{Page: 10, Limit: 100}, 1000, "clients_updated_idx"},
 	} {
 		out, total, err := cs.List(ctx, c.f, c.pg)
 		if err != nil || total != c.want || len(out) == 0 {
@@ -106,6 +115,8 @@ func TestFilterPlansUseIndexes(t *testing.T) {
 		{"template, deep", acts.Filter{TemplateID: &rare}, page.Request{Page: 39, Limit: 25}, 1000, "acts_template_seq_idx"},
 		{"template and status", acts.Filter{TemplateID: &rare, Status: &final}, page.Request{Page: 1, Limit: 25}, 1000, "list_counts_pkey"},
 		{"template and client", acts.Filter{TemplateID: &rare, ClientID: &client}, page.Request{Page: 1, Limit: 25}, 20, "acts_client_seq_idx"},
+		{"updated_since", acts.Filter{UpdatedSince: &recentActs}, page.Request{Page: 1, Limit: 100}, 1000, "acts_updated_idx"},
+		{"updated_since, page 10", acts.Filter{UpdatedSince: &recentActs}, page.Request{Page: 10, Limit: 100}, 1000, "acts_updated_idx"},
 	} {
 		out, total, err := as.List(ctx, c.f, c.pg)
 		if err != nil || total != c.want || len(out) == 0 {

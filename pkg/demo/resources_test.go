@@ -30,7 +30,7 @@ func TestSeedTemplatesAndClients(t *testing.T) {
 		}
 		ctx := tenant.NewContext(t.Context(), tn)
 
-		tpls, total, err := templates.NewStore(d).List(ctx, page.Request{Page: 1, Limit: 10})
+		tpls, total, err := templates.NewStore(d).List(ctx, templates.Filter{}, page.Request{Page: 1, Limit: 10})
 		if err != nil || total != 2 {
 			t.Fatalf("templates: %d, %v", total, err)
 		}

@@ -20,7 +20,7 @@ func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	f := acts.Filter{ClientID: req.Params.ClientId, TemplateID: req.Params.TemplateId}
+	f := acts.Filter{ClientID: req.Params.ClientId, TemplateID: req.Params.TemplateId, UpdatedSince: req.Params.UpdatedSince}
 	if req.Params.Status != nil {
 		s := acts.Status(*req.Params.Status)
 		f.Status = &s

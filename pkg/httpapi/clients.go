@@ -12,7 +12,8 @@ import (
 // Clients: list, get, create, change, delete. Viewers read; members and
 // admins write; tokens need clients:read or clients:write (authorize.go).
 
-// ListClients is GET /clients, filtered by org_number, country and q.
+// ListClients is GET /clients, filtered by org_number, country and q, or
+// the changes since updated_since.
 func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsRequestObject) (apiserver.ListClientsResponseObject, error) {
 	p, err := page.New(req.Params.Page, req.Params.Limit)
 	if err != nil {
@@ -20,6 +21,7 @@ func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsReq
 	}
 	list, total, err := h.svc.Clients.List(ctx, clients.Filter{
 		OrgNumber: req.Params.OrgNumber, Country: req.Params.Country, NamePrefix: req.Params.Q,
+		UpdatedSince: req.Params.UpdatedSince,
 	}, p)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func (h *Handlers) ListTemplates(ctx context.Context, req apiserver.ListTemplate
 	if err != nil {
 		return nil, err
 	}
-	list, total, err := h.svc.Templates.List(ctx, p)
+	list, total, err := h.svc.Templates.List(ctx, templates.Filter{UpdatedSince: req.Params.UpdatedSince}, p)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -117,26 +118,48 @@ func (s *Store) inUse(ctx context.Context, q *gorm.DB, ids []int64) (map[int64]b
 	return m, nil
 }
 
+// Filter narrows List.
+type Filter struct {
+	// UpdatedSince keeps the templates changed strictly after it and
+	// orders them by (updated_at, id), oldest change first (db.Stamp).
+	UpdatedSince *time.Time
+}
+
 // List returns one page of templates (every version) ordered by id, with
 // their fields, and the total: a constant four queries (count, page, the
-// page's fields, the page's in-use flags), never one per template.
-func (s *Store) List(ctx context.Context, p page.Request) (_ []Template, total int64, err error) {
+// page's fields, the page's in-use flags), never one per template. With
+// UpdatedSince the total counts the templates changed since over
+// templates_updated_idx.
+func (s *Store) List(ctx context.Context, f Filter, p page.Request) (_ []Template, total int64, err error) {
 	defer apperr.Wrap(&err, "templates.List(page %d, limit %d)", p.Page, p.Limit)
 	if err := p.Validate(); err != nil {
 		return nil, 0, err
 	}
-	if total, err = counts.Total(ctx, s.db.DB, counts.Templates); err != nil {
+	var since *gorm.DB
+	if f.UpdatedSince != nil {
+		since = tenant.Scope(ctx, s.db.DB.Model(&Template{})).Where("updated_at > ?", f.UpdatedSince.UTC().Truncate(time.Microsecond))
+		err = since.Session(&gorm.Session{}).Count(&total).Error
+	} else {
+		total, err = counts.Total(ctx, s.db.DB, counts.Templates)
+	}
+	if err != nil {
 		return nil, 0, err
 	}
 	out := []Template{}
 	if p.Beyond(total) {
 		return out, total, nil
 	}
-	from, skip, ok, err := counts.Seek(ctx, s.db.DB, counts.Templates.Kind, int64(p.Offset()), total)
-	if err != nil || !ok {
-		return out, total, err
+	if since != nil {
+		keys := since.Select("id").Order("updated_at, id").Limit(p.Limit).Offset(p.Offset())
+		err = tenant.Scope(ctx, s.db.DB).Where("id IN (?)", keys).Order("updated_at, id").Find(&out).Error
+	} else {
+		from, skip, ok, serr := counts.Seek(ctx, s.db.DB, counts.Templates.Kind, int64(p.Offset()), total)
+		if serr != nil || !ok {
+			return out, total, serr
+		}
+		err = tenant.Scope(ctx, s.db.DB).Where("id >= ?", from).Order("id").Limit(p.Limit).Offset(int(skip)).Find(&out).Error
 	}
-	if err := tenant.Scope(ctx, s.db.DB).Where("id >= ?", from).Order("id").Limit(p.Limit).Offset(int(skip)).Find(&out).Error; err != nil {
+	if err != nil {
 		return nil, 0, err
 	}
 	ptrs := make([]*Template, len(out))
@@ -164,6 +187,10 @@ func (s *Store) Create(ctx context.Context, in Input) (_ *Template, err error) {
 			return err
 		}
 		t.ID, t.FamilyID = id, id
+		if t.UpdatedAt, err = db.Stamp(tx, tid, Sequence, tx.NowFunc()); err != nil {
+			return err
+		}
+		t.CreatedAt = t.UpdatedAt
 		if err := tx.Create(t).Error; err != nil {
 			return err
 		}
@@ -236,7 +263,10 @@ func (s *Store) replace(ctx context.Context, tx *gorm.DB, cur *Template, name st
 	for _, f := range cur.Fields {
 		keep[f.Key] = f.ID
 	}
-	now := tx.NowFunc()
+	now, err := db.Stamp(tx, cur.TenantID, Sequence, tx.NowFunc())
+	if err != nil {
+		return nil, err
+	}
 	if err := tenant.Scope(ctx, tx).Model(&Template{}).Where("id = ?", cur.ID).
 		Updates(map[string]any{"name": name, "updated_at": now}).Error; err != nil {
 		return nil, err
@@ -246,7 +276,6 @@ func (s *Store) replace(ctx context.Context, tx *gorm.DB, cur *Template, name st
 	}
 	out := *cur
 	out.Name, out.UpdatedAt = name, now
-	var err error
 	out.Fields, err = insertFields(tx, cur.TenantID, cur.ID, fields, keep)
 	return &out, err
 }
@@ -267,6 +296,10 @@ func (s *Store) newVersion(ctx context.Context, tx *gorm.DB, cur *Template, name
 		TenantID: cur.TenantID, ID: id, FamilyID: cur.FamilyID, Version: top + 1,
 		PreviousVersionID: &prev, Name: name,
 	}
+	if t.UpdatedAt, err = db.Stamp(tx, cur.TenantID, Sequence, tx.NowFunc()); err != nil {
+		return nil, err
+	}
+	t.CreatedAt = t.UpdatedAt
 	if err := tx.Create(t).Error; err != nil {
 		return nil, err
 	}

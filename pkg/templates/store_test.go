@@ -203,7 +203,7 @@ func TestValidation(t *testing.T) {
 				t.Errorf("%s: errors = %v, want %q", c.name, fe, c.field)
 			}
 		}
-		if _, total, _ := s.List(ctx, page.Request{Page: 1, Limit: 10}); total != 0 {
+		if _, total, _ := s.List(ctx, templates.Filter{}, page.Request{Page: 1, Limit: 10}); total != 0 {
 			t.Fatalf("invalid creates stored %d templates", total)
 		}
 		// The compatible forms are accepted.
@@ -292,7 +292,7 @@ func TestUpdateInPlaceAndVersions(t *testing.T) {
 			t.Fatalf("duplicate key on update: %v", err)
 		}
 
-		list, total, err := s.List(ctx, page.Request{Page: 1, Limit: 10})
+		list, total, err := s.List(ctx, templates.Filter{}, page.Request{Page: 1, Limit: 10})
 		if err != nil || total != 3 || list[0].ID != orig.ID || !list[0].InUse || list[1].InUse || len(list[2].Fields) != 6 {
 			t.Fatalf("List = %d, %v", total, err)
 		}
@@ -412,7 +412,7 @@ func TestListQueryCount(t *testing.T) {
 		cs := templates.NewStore(counted)
 		for _, p := range []page.Request{{Page: 1, Limit: 5}, {Page: 1, Limit: 30}, {Page: 2, Limit: 20}} {
 			before := count()
-			list, total, err := cs.List(ctx, p)
+			list, total, err := cs.List(ctx, templates.Filter{}, p)
 			if err != nil || total != 30 {
 				t.Fatal(total, err)
 			}
@@ -426,7 +426,7 @@ func TestListQueryCount(t *testing.T) {
 			}
 		}
 		before := count()
-		if list, total, err := cs.List(ctx, page.Request{Page: 4, Limit: 10}); err != nil || total != 30 || len(list) != 0 {
+		if list, total, err := cs.List(ctx, templates.Filter{}, page.Request{Page: 4, Limit: 10}); err != nil || total != 30 || len(list) != 0 {
 			t.Fatalf("past the end: %d %d %v", len(list), total, err)
 		}
 		if n := count() - before; n != 1 {

@@ -1727,6 +1727,9 @@ type TemplateId = int64
 // TemplateIdFilter defines model for TemplateIdFilter.
 type TemplateIdFilter = int64
 
+// UpdatedSince defines model for UpdatedSince.
+type UpdatedSince = time.Time
+
 // UserId defines model for UserId.
 type UserId = int64
 
@@ -1785,6 +1788,25 @@ type ListActsParams struct {
 
 	// TemplateId Only acts created from this template version (the `template_id` of the act).
 	TemplateId *TemplateIdFilter `form:"template_id,omitempty" json:"template_id,omitempty"`
+
+	// UpdatedSince Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+	// oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+	// before it, so a sync never misses a row and never sees one twice:
+	//
+	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	//
+	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
+	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
+	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+	// keep microseconds; send `updated_at` back exactly as received.
+	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 
 	// ClientId Only acts of this client.
 	ClientId *int64 `form:"client_id,omitempty" json:"client_id,omitempty"`
@@ -1863,6 +1885,25 @@ type ListClientsParams struct {
 	// Q Only clients whose company name starts with this text, ignoring case (both are compared in lower case).
 	// The cost of the request grows with the number of clients that match: prefer a few characters over one.
 	Q *NamePrefix `form:"q,omitempty" json:"q,omitempty"`
+
+	// UpdatedSince Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+	// oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+	// before it, so a sync never misses a row and never sees one twice:
+	//
+	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	//
+	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
+	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
+	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+	// keep microseconds; send `updated_at` back exactly as received.
+	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // CreateClientParams defines parameters for CreateClient.
@@ -1883,6 +1924,25 @@ type ListTemplatesParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// UpdatedSince Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+	// oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+	// before it, so a sync never misses a row and never sees one twice:
+	//
+	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	//
+	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
+	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
+	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+	// keep microseconds; send `updated_at` back exactly as received.
+	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
 // CreateTemplateParams defines parameters for CreateTemplate.
@@ -2210,8 +2270,10 @@ type ClientInterface interface {
 
 	// ListActs List acts
 	//
-	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+	// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+	// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+	// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+	// points' values.
 	//
 	// Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 	ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2390,8 +2452,8 @@ type ClientInterface interface {
 
 	// ListClients List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-	// match); `meta.total` is exact for every combination.
+	// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+	// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 	//
 	// Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 	ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2471,7 +2533,8 @@ type ClientInterface interface {
 
 	// ListTemplates List templates
 	//
-	// A page of the tenant's templates, every version included, with their fields.
+	// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+	// then id, with `updated_since`).
 	//
 	// Corresponds with GET /api/1.0/templates (the `ListTemplates` operationId).
 	ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2818,8 +2881,10 @@ type ClientInterface interface {
 
 // ListActs List acts
 //
-// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+// points' values.
 //
 // Corresponds with GET /api/1.0/acts (the `ListActs` operationId).
 func (c *APIClient) ListActs(ctx context.Context, params *ListActsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3168,8 +3233,8 @@ func (c *APIClient) ListActHistory(ctx context.Context, actUuid ActUuid, params 
 
 // ListClients List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-// match); `meta.total` is exact for every combination.
+// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 //
 // Corresponds with GET /api/1.0/clients (the `ListClients` operationId).
 func (c *APIClient) ListClients(ctx context.Context, params *ListClientsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3349,7 +3414,8 @@ func (c *APIClient) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // ListTemplates List templates
 //
-// A page of the tenant's templates, every version included, with their fields.
+// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+// then id, with `updated_since`).
 //
 // Corresponds with GET /api/1.0/templates (the `ListTemplates` operationId).
 func (c *APIClient) ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4137,6 +4203,18 @@ func NewListActsRequest(server string, params *ListActsParams) (*http.Request, e
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.ClientId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_id", *params.ClientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -4808,6 +4886,18 @@ func NewListClientsRequest(server string, params *ListClientsParams) (*http.Requ
 
 		}
 
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -5123,6 +5213,18 @@ func NewListTemplatesRequest(server string, params *ListTemplatesParams) (*http.
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_since", *params.UpdatedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6414,8 +6516,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListActsWithResponse List acts
 	//
-	// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-	// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+	// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+	// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+	// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+	// points' values.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6608,8 +6712,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListClientsWithResponse List clients
 	//
-	// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-	// match); `meta.total` is exact for every combination.
+	// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+	// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6701,7 +6805,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListTemplatesWithResponse List templates
 	//
-	// A page of the tenant's templates, every version included, with their fields.
+	// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+	// then id, with `updated_since`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14801,8 +14906,10 @@ func (r ReadyzResponse) ContentType() string {
 
 // ListActsWithResponse List acts
 //
-// A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-// must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+// A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+// and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+// are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+// points' values.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15097,8 +15204,8 @@ func (c *ClientWithResponses) ListActHistoryWithResponse(ctx context.Context, ac
 
 // ListClientsWithResponse List clients
 //
-// Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-// match); `meta.total` is exact for every combination.
+// Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+// pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15250,7 +15357,8 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 
 // ListTemplatesWithResponse List templates
 //
-// A page of the tenant's templates, every version included, with their fields.
+// A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+// then id, with `updated_since`).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -93,8 +93,8 @@ export interface paths {
         };
         /**
          * List clients
-         * @description Returns a page of the tenant's clients ordered by id, with pagination `meta`. The filters combine (all must
-         *     match); `meta.total` is exact for every combination.
+         * @description Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
+         *     pagination `meta`. The filters combine (all must match); `meta.total` is exact for every combination.
          */
         get: operations["listClients"];
         put?: never;
@@ -172,7 +172,8 @@ export interface paths {
         };
         /**
          * List templates
-         * @description A page of the tenant's templates, every version included, with their fields.
+         * @description A page of the tenant's templates, every version included, with their fields, ordered by id (by `updated_at`,
+         *     then id, with `updated_since`).
          */
         get: operations["listTemplates"];
         put?: never;
@@ -225,8 +226,10 @@ export interface paths {
         };
         /**
          * List acts
-         * @description A page of acts, newest first, optionally filtered by client, status and template. The filters combine (all
-         *     must match); `meta.total` is exact for every combination. Data points are not included; read one act for them.
+         * @description A page of acts, newest first (oldest change first with `updated_since`), optionally filtered by client, status
+         *     and template. The filters combine (all must match); `meta.total` is exact for every combination. Data points
+         *     are not included; read one act for them. An act's `updated_at` changes with its title, its status and its data
+         *     points' values.
          */
         get: operations["listActs"];
         put?: never;
@@ -2119,6 +2122,26 @@ export interface components {
          * @example nordic
          */
         NamePrefix: string;
+        /**
+         * @description Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+         *     oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+         *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+         *     before it, so a sync never misses a row and never sees one twice:
+         *
+         *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+         *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+         *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+         *
+         *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+         *     to the end of the order, which shifts the pages after it by one row. The cost of
+         *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+         *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+         *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
+         *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+         *     keep microseconds; send `updated_at` back exactly as received.
+         * @example 2026-01-05T09:30:00.123456Z
+         */
+        UpdatedSince: string;
         /** @description Only acts created from this template version (the `template_id` of the act). */
         TemplateIdFilter: number;
         /** @description The user id. */
@@ -2425,6 +2448,26 @@ export interface operations {
                  * @example nordic
                  */
                 q?: components["parameters"]["NamePrefix"];
+                /**
+                 * @description Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+                 *     oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+                 *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+                 *     before it, so a sync never misses a row and never sees one twice:
+                 *
+                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *
+                 *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+                 *     to the end of the order, which shifts the pages after it by one row. The cost of
+                 *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+                 *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+                 *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
+                 *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+                 *     keep microseconds; send `updated_at` back exactly as received.
+                 * @example 2026-01-05T09:30:00.123456Z
+                 */
+                updated_since?: components["parameters"]["UpdatedSince"];
             };
             header?: never;
             path?: never;
@@ -2681,6 +2724,26 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+                 *     oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+                 *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+                 *     before it, so a sync never misses a row and never sees one twice:
+                 *
+                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *
+                 *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+                 *     to the end of the order, which shifts the pages after it by one row. The cost of
+                 *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+                 *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+                 *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
+                 *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+                 *     keep microseconds; send `updated_at` back exactly as received.
+                 * @example 2026-01-05T09:30:00.123456Z
+                 */
+                updated_since?: components["parameters"]["UpdatedSince"];
             };
             header?: never;
             path?: never;
@@ -2853,6 +2916,26 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description Only acts created from this template version (the `template_id` of the act). */
                 template_id?: components["parameters"]["TemplateIdFilter"];
+                /**
+                 * @description Incremental sync: only the rows changed (created or updated) strictly after this time, ordered by `updated_at`,
+                 *     oldest change first, then by id, instead of the list's usual order; it combines with the list's filters.
+                 *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
+                 *     before it, so a sync never misses a row and never sees one twice:
+                 *
+                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
+                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *
+                 *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
+                 *     to the end of the order, which shifts the pages after it by one row. The cost of
+                 *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
+                 *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
+                 *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
+                 *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
+                 *     keep microseconds; send `updated_at` back exactly as received.
+                 * @example 2026-01-05T09:30:00.123456Z
+                 */
+                updated_since?: components["parameters"]["UpdatedSince"];
                 /** @description Only acts of this client. */
                 client_id?: number;
                 /** @description Only acts in this status. */
