@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/authcache"
@@ -48,9 +50,11 @@ import (
 	"github.com/finsvc/finsvc/pkg/retention"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/tracing"
 	"github.com/finsvc/finsvc/pkg/users"
 	"github.com/finsvc/finsvc/pkg/webhooks"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Token cache settings: entries live at most TokenCacheTTL (revocation is
@@ -75,6 +79,15 @@ type options struct {
 	deliveryOpts []delivery.Option
 	noDeliveries bool
 	docsServer   string
+	tracer       trace.TracerProvider
+}
+
+// WithTracerProvider traces with tp instead of what the OTEL_* variables
+// describe (tests pass an SDK provider over an in-memory exporter); the
+// caller shuts it down. It also instruments the database handle, which a
+// WithDB caller shares.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
 }
 
 // WithDocsServerURL makes /docs document url as the server (the demo passes
@@ -165,6 +178,21 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		}
 	}()
 
+	// Tracing first, so that its shutdown, which flushes the last spans,
+	// is the last closer to run.
+	tp := o.tracer
+	if tp == nil {
+		var shutdown func(context.Context) error
+		if tp, shutdown, err = tracing.FromEnv(context.Background()); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+			defer cancel()
+			return shutdown(ctx)
+		})
+	}
+
 	a.db = o.db
 	if a.db == nil {
 		if a.db, err = OpenDB(context.Background(), cfg, a.log); err != nil {
@@ -175,6 +203,17 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	generated, err := cfg.ResolveSecret(a.db.Dialect)
 	if err != nil {
 		return nil, err
+	}
+	// Off (tp nil): no callbacks, no middleware, nothing on the hot path.
+	var traceRequests echo.MiddlewareFunc
+	if tp != nil {
+		if err := tracing.InstrumentDB(a.db.DB, tp); err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		traceRequests = otelecho.Middleware("",
+			otelecho.WithTracerProvider(tp),
+			otelecho.WithPropagators(tracing.Propagator),
+			otelecho.WithSkipper(isProbe))
 	}
 	if generated {
 		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
@@ -206,9 +245,16 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// The webhook context: events written by acts, fetch requests and
 	// redeliveries wake this replica's worker at once (if Start runs it;
 	// otherwise they wait, pending).
-	wh, err := webhooks.New(a.db, cfg, a.log, append([]delivery.Option{delivery.WithObserver(countDelivery)}, o.deliveryOpts...)...)
+	dopts := []delivery.Option{delivery.WithObserver(countDelivery)}
+	if tp != nil {
+		dopts = append(dopts, delivery.WithTracerProvider(tp))
+	}
+	wh, err := webhooks.New(a.db, cfg, a.log, append(dopts, o.deliveryOpts...)...)
 	if err != nil {
 		return nil, err
+	}
+	if tp != nil {
+		wh.Outbox.Tracer = tp.Tracer(outbox.TracerName)
 	}
 	if !o.noDeliveries {
 		a.worker = wh.Worker
@@ -247,6 +293,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		// bearer check and the token endpoints charge it.
 		Budget:      limiter,
 		Idempotency: idempotency.New(a.db, o.now),
+		Trace:       traceRequests,
 		Middleware:  []echo.MiddlewareFunc{a.metrics.Middleware()},
 		Routes:      []func(*echo.Echo){a.oauth.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
 	})
@@ -288,6 +335,16 @@ func OpenDB(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, 
 		}
 	}
 	return d, nil
+}
+
+// isProbe: load balancers' and Prometheus' polls are not traced (they
+// would outnumber the requests worth a trace).
+func isProbe(c echo.Context) bool {
+	switch c.Request().URL.Path {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return false
 }
 
 // countDelivery counts every attempted delivery by outcome

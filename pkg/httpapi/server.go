@@ -6,7 +6,7 @@
 //
 // The chain, outermost first:
 //
-//	request id → access log → recover → body limit → tenant (from Host)
+//	[Deps.Trace: the server span, when tracing is on] → request id → access log → recover → body limit → tenant (from Host)
 //	  → deprecation headers (deprecation.go) → Deps.Middleware (metrics, rate limit)
 //	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
 //	    request validation → idempotency keys (POST) → authorization
@@ -84,6 +84,10 @@ type Deps struct {
 	// Idempotency-Key (pkg/idempotency); nil ignores the header.
 	Idempotency IdempotencyStore
 
+	// Trace, when not nil, runs outermost, after routing (so that it can
+	// name the span by the route): the server span of every request
+	// (pkg/app installs otelecho there only when tracing is on).
+	Trace echo.MiddlewareFunc
 	// Middleware runs, in order, after tenant resolution on every tenant
 	// route and on the operational endpoints (metrics, then the rate limit).
 	Middleware []echo.MiddlewareFunc
@@ -157,6 +161,9 @@ func New(deps Deps) (http.Handler, error) {
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(deps.Logger)
 
+	if deps.Trace != nil {
+		e.Use(deps.Trace)
+	}
 	e.Use(requestID())
 	e.Use(accessLog(deps.Logger))
 	e.Use(recoverer(deps.Logger))

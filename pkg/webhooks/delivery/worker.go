@@ -41,6 +41,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/pkg/config"
@@ -129,6 +134,17 @@ func WithLease(d time.Duration) Option { return func(w *Worker) { w.lease = d } 
 // WithOwner names this worker in lease_owner (default host-pid-random).
 func WithOwner(owner string) Option { return func(w *Worker) { w.owner = owner } }
 
+// TracerName is the instrumentation scope of the delivery attempt spans.
+const TracerName = "github.com/finsvc/finsvc/pkg/webhooks/delivery"
+
+// WithTracerProvider makes each attempt a span of tp's, continuing the
+// trace of the request that caused the event (tracing on, pkg/app).
+// Without it attempts make no spans, but still forward the stored
+// traceparent.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(w *Worker) { w.tracer = tp.Tracer(TracerName) }
+}
+
 // WithObserver is called after every claimed delivery (metrics, tests).
 func WithObserver(fn func(Result)) Option { return func(w *Worker) { w.observe = fn } }
 
@@ -152,6 +168,7 @@ type Worker struct {
 	listenURL   string // LISTEN on a session of its own there; "": a pooled connection
 	owner       string
 	observe     func(Result)
+	tracer      trace.Tracer
 
 	signal *Signal
 	slots  chan struct{}
@@ -184,6 +201,7 @@ func NewWorker(d *db.DB, box *secretbox.Box, cfg *config.Config, logger *slog.Lo
 		now: time.Now, concurrency: cfg.WebhookConcurrency, endpointCap: cfg.WebhookEndpointConcurrency,
 		poll:   DefaultPollInterval,
 		signal: NewSignal(),
+		tracer: noop.NewTracerProvider().Tracer(TracerName),
 	}
 	if w.timeout <= 0 {
 		w.timeout = httpclient.DefaultTimeout
@@ -410,11 +428,14 @@ type job struct {
 	Payload    string     `gorm:"column:payload"`
 	OccurredAt time.Time  `gorm:"column:occurred_at"`
 	ExpiresAt  *time.Time `gorm:"column:expires_at"`
+	// Traceparent is the W3C trace context of the request that caused the
+	// event, if it was traced.
+	Traceparent *string `gorm:"column:traceparent"`
 }
 
 // loadJobSQL reads a claimed delivery's registration and event; %s is the
 // eligibility column (the registrations table must keep the name webhooks).
-const loadJobSQL = `SELECT webhooks.*, %s AS ineligible, e.kind, e.payload, e.occurred_at, e.expires_at
+const loadJobSQL = `SELECT webhooks.*, %s AS ineligible, e.kind, e.payload, e.occurred_at, e.expires_at, e.traceparent
 FROM deliveries d
 JOIN webhooks ON webhooks.tenant_id = d.tenant_id AND webhooks.id = d.webhook_id
 JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
@@ -472,6 +493,8 @@ func (w *Worker) attempt(log *slog.Logger, c outbox.Claimed, j *job, res *Result
 	// (FINSVC_WEBHOOK_LEASE) must not leave a deadline already past.
 	actx, cancel := context.WithTimeout(w.attemptCtx, attemptDeadline(w.lease, w.timeout))
 	defer cancel()
+	actx, span := w.startSpan(actx, c, j)
+	defer endSpan(span, res)
 	req, v := w.request(actx, log, c, j, res)
 	if req == nil {
 		return v, true
@@ -532,7 +555,41 @@ func (w *Worker) request(ctx context.Context, log *slog.Logger, c outbox.Claimed
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "finsvc-webhooks/1.0")
 	sign.Sign(secrets, c.EventID, now, body).Apply(req.Header)
+	// traceparent: the attempt's span, a child of the request that caused
+	// the event, so that the receiver's work joins the same trace.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	return req, verdict{}
+}
+
+// startSpan starts the attempt's span as a child of the trace context
+// stored with the event (none: a new trace). It records ids and the event
+// kind only, never the target URL (its query may hold an integrator's
+// token), a header or the body.
+func (w *Worker) startSpan(ctx context.Context, c outbox.Claimed, j *job) (context.Context, trace.Span) {
+	if j.Traceparent != nil {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": *j.Traceparent})
+	}
+	return w.tracer.Start(ctx, "webhook.deliver", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("finsvc.event.kind", j.Kind),
+		attribute.String("finsvc.event.id", c.EventID),
+		attribute.String("finsvc.delivery.id", c.ID),
+		attribute.Int64("finsvc.webhook.id", c.WebhookID),
+		attribute.Int("finsvc.delivery.attempt", c.Attempts+1),
+	))
+}
+
+// endSpan records the attempt's outcome on its span and ends it.
+func endSpan(span trace.Span, res *Result) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("finsvc.delivery.outcome", string(res.Outcome)))
+		if res.StatusCode != 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", res.StatusCode))
+		}
+		if res.Outcome != Succeeded && res.Error != "" {
+			span.SetStatus(codes.Error, res.Error)
+		}
+	}
+	span.End()
 }
 
 // response is what one HTTP attempt got.

@@ -18,6 +18,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/pkg/tenant"
@@ -68,10 +72,16 @@ const NotifyChannel = "finsvc_deliveries"
 // wake without polling delay. Nil is fine.
 type Notifier interface{ Notify() }
 
-// Outbox writes events. The zero value is usable (https only, no notifier).
+// TracerName is the instrumentation scope of the outbox's spans.
+const TracerName = "github.com/finsvc/finsvc/pkg/webhooks/outbox"
+
+// Outbox writes events. The zero value is usable (https only, no notifier,
+// no spans).
 type Outbox struct {
 	Policy   Policy
 	Notifier Notifier
+	// Tracer, when set, makes each Emit a span (tracing on, pkg/app).
+	Tracer trace.Tracer
 }
 
 // eligible selects the current tenant's registrations of kind that may
@@ -96,11 +106,22 @@ func (o *Outbox) EligibleCount(ctx context.Context, tx *gorm.DB, kind string) (i
 // tx, and returns the number of deliveries queued. The event row is written
 // even when nobody is subscribed, so that the history of what happened is
 // complete and a later redelivery has its source.
-func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (int, error) {
+func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (queued int, err error) {
+	if o.Tracer != nil {
+		var span trace.Span
+		ctx, span = o.Tracer.Start(ctx, "outbox.emit", trace.WithAttributes(attribute.String("finsvc.event.kind", ev.Kind)))
+		defer func() {
+			span.SetAttributes(attribute.Int("finsvc.deliveries.queued", queued))
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
 	if !ValidKind(ev.Kind) {
 		return 0, fmt.Errorf("outbox: unknown event kind %q", ev.Kind)
 	}
-	ev, err := insertEvent(ctx, tx, ev)
+	ev, err = insertEvent(ctx, tx, ev)
 	if err != nil {
 		return 0, err
 	}
@@ -158,6 +179,9 @@ func insertEvent(ctx context.Context, tx *gorm.DB, ev Event) (Event, error) {
 	if ev.ExpiresAt != nil {
 		row["expires_at"] = ev.ExpiresAt.UTC()
 	}
+	if tp := traceparent(ctx); tp != "" {
+		row["traceparent"] = tp
+	}
 	if err := tx.WithContext(ctx).Table("events").Create(row).Error; err != nil {
 		return ev, fmt.Errorf("outbox: insert %s event: %w", ev.Kind, err)
 	}
@@ -192,4 +216,16 @@ func queue(ctx context.Context, tx *gorm.DB, ev Event, hooks []int64) ([]string,
 		}
 	}
 	return ids, nil
+}
+
+// traceparent is the W3C trace context of ctx's span, kept with the event
+// so that its deliveries continue the trace of the request that caused it;
+// "" when ctx has no span (tracing off).
+func traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
 }
