@@ -29472,6 +29472,17 @@ func NewDeliverActCreatedCallbackRequestWithBody(targetURL string, params *Deliv
 
 		req.Header.Set("webhook-signature", headerParam3)
 
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
 	}
 	return req, nil
 }
@@ -29541,6 +29552,17 @@ func NewDeliverActDuplicatedCallbackRequestWithBody(targetURL string, params *De
 		}
 
 		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
 
 	}
 	return req, nil
@@ -29612,6 +29634,17 @@ func NewDeliverActFetchDataCallbackRequestWithBody(targetURL string, params *Del
 
 		req.Header.Set("webhook-signature", headerParam3)
 
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
 	}
 	return req, nil
 }
@@ -29681,6 +29714,17 @@ func NewDeliverWebhookTestCallbackRequestWithBody(targetURL string, params *Deli
 		}
 
 		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
 
 	}
 	return req, nil

@@ -1275,6 +1275,22 @@ func DeliverActCreatedCallbackHandler(si CallbackReceiverInterface, middlewares 
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
 		}
 
+		// ------------- Optional header parameter "traceparent" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("traceparent")]; found {
+			var Traceparent TraceparentHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for traceparent, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "traceparent", valueList[0], &Traceparent, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter traceparent: %s", err))
+			}
+			params.Traceparent = &Traceparent
+
+		}
+
 		return si.HandleDeliverActCreatedCallback(ctx, params)
 	})
 	for _, mw := range middlewares {
@@ -1366,6 +1382,22 @@ func DeliverActDuplicatedCallbackHandler(si CallbackReceiverInterface, middlewar
 
 		} else {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		// ------------- Optional header parameter "traceparent" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("traceparent")]; found {
+			var Traceparent TraceparentHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for traceparent, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "traceparent", valueList[0], &Traceparent, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter traceparent: %s", err))
+			}
+			params.Traceparent = &Traceparent
+
 		}
 
 		return si.HandleDeliverActDuplicatedCallback(ctx, params)
@@ -1461,6 +1493,22 @@ func DeliverActFetchDataCallbackHandler(si CallbackReceiverInterface, middleware
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
 		}
 
+		// ------------- Optional header parameter "traceparent" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("traceparent")]; found {
+			var Traceparent TraceparentHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for traceparent, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "traceparent", valueList[0], &Traceparent, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter traceparent: %s", err))
+			}
+			params.Traceparent = &Traceparent
+
+		}
+
 		return si.HandleDeliverActFetchDataCallback(ctx, params)
 	})
 	for _, mw := range middlewares {
@@ -1552,6 +1600,22 @@ func DeliverWebhookTestCallbackHandler(si CallbackReceiverInterface, middlewares
 
 		} else {
 			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		// ------------- Optional header parameter "traceparent" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("traceparent")]; found {
+			var Traceparent TraceparentHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for traceparent, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "traceparent", valueList[0], &Traceparent, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter traceparent: %s", err))
+			}
+			params.Traceparent = &Traceparent
+
 		}
 
 		return si.HandleDeliverWebhookTestCallback(ctx, params)

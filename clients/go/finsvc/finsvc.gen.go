@@ -1727,6 +1727,9 @@ type TemplateId = int64
 // TemplateIdFilter defines model for TemplateIdFilter.
 type TemplateIdFilter = int64
 
+// TraceparentHeader defines model for TraceparentHeader.
+type TraceparentHeader = string
+
 // UpdatedSince defines model for UpdatedSince.
 type UpdatedSince = time.Time
 
@@ -1799,8 +1802,7 @@ type ListActsParams struct {
 	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
-	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// to the end of the order, which shifts the pages after it by one row. The cost of
 	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -1896,8 +1898,7 @@ type ListClientsParams struct {
 	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
-	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// to the end of the order, which shifts the pages after it by one row. The cost of
 	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -1935,8 +1936,7 @@ type ListTemplatesParams struct {
 	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts are not in
-	// these lists; read their tombstones (`GET /clients/deleted`, `GET /acts/deleted`) the same way. The cost of
+	// to the end of the order, which shifts the pages after it by one row. The cost of
 	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -2081,6 +2081,9 @@ type DeliverActCreatedParams struct {
 
 	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
 	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
 }
 
 // DeliverActDuplicatedParams defines parameters for DeliverActDuplicated.
@@ -2096,6 +2099,9 @@ type DeliverActDuplicatedParams struct {
 
 	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
 	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
 }
 
 // DeliverActFetchDataParams defines parameters for DeliverActFetchData.
@@ -2111,6 +2117,9 @@ type DeliverActFetchDataParams struct {
 
 	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
 	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
 }
 
 // DeliverWebhookTestParams defines parameters for DeliverWebhookTest.
@@ -2126,6 +2135,9 @@ type DeliverWebhookTestParams struct {
 
 	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
 	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
 }
 
 // CreateActJSONRequestBody defines body for CreateAct for application/json ContentType.
@@ -31646,6 +31658,17 @@ func NewDeliverActCreatedCallbackRequestWithBody(targetURL string, params *Deliv
 
 		req.Header.Set("webhook-signature", headerParam3)
 
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
 	}
 	return req, nil
 }
@@ -31715,6 +31738,17 @@ func NewDeliverActDuplicatedCallbackRequestWithBody(targetURL string, params *De
 		}
 
 		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
 
 	}
 	return req, nil
@@ -31786,6 +31820,17 @@ func NewDeliverActFetchDataCallbackRequestWithBody(targetURL string, params *Del
 
 		req.Header.Set("webhook-signature", headerParam3)
 
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
 	}
 	return req, nil
 }
@@ -31855,6 +31900,17 @@ func NewDeliverWebhookTestCallbackRequestWithBody(targetURL string, params *Deli
 		}
 
 		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
 
 	}
 	return req, nil

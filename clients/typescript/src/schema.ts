@@ -2165,6 +2165,11 @@ export interface components {
         WebhookTimestampHeader: string;
         /** @description `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks). */
         WebhookSignatureHeader: string;
+        /**
+         * @description W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+         * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+         */
+        TraceparentHeader: string;
     };
     requestBodies: never;
     headers: {
