@@ -12,6 +12,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
 	oapimw "github.com/oapi-codegen/echo-middleware"
 
@@ -55,7 +57,8 @@ type validationError struct {
 func (v *validationError) Error() string { return "request validation failed" }
 
 // requestValidator validates every /api/1.0 request against the embedded
-// spec (kin-openapi through oapi-codegen's echo middleware) and renders
+// spec (kin-openapi through oapi-codegen's echo middleware's validation,
+// with the route echo matched: routedValidator) and renders
 // failures as the error body with field-level messages.
 func requestValidator() (echo.MiddlewareFunc, error) {
 	spec, err := Spec()
@@ -87,7 +90,68 @@ func requestValidator() (echo.MiddlewareFunc, error) {
 			return v.asError(c)
 		},
 	}
-	return oapimw.OapiRequestValidatorWithOptions(spec, opts), nil
+	return routedValidator(spec, opts)
+}
+
+// routedValidator is oapi-codegen's request validator without its router
+// lookup per request: echo has already matched the route (c.Path(), e.g.
+// /api/1.0/clients/:id, and c.ParamValues()), so the spec operation is taken
+// from a map built once from the same document (the spelling of
+// deprecation.go's echoPath). A request echo did not
+// match to an operation (the group's not-found route, a method the path
+// lacks) goes through the validator's own router as before, which answers
+// 404 or 405.
+func routedValidator(spec *openapi3.T, opts *oapimw.Options) (echo.MiddlewareFunc, error) {
+	router, err := gorillamux.NewRouter(spec)
+	if err != nil {
+		return nil, err
+	}
+	routes := specRoutes(spec)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if opts.Skipper(c) {
+				return next(c)
+			}
+			var r routers.Router = router
+			if route := routes[c.Request().Method][c.Path()]; route != nil {
+				r = &matched{route: route, names: c.ParamNames(), values: c.ParamValues()}
+			}
+			if err := oapimw.ValidateRequestFromContext(c, r, opts); err != nil {
+				return opts.ErrorHandler(c, err)
+			}
+			return next(c)
+		}
+	}, nil
+}
+
+// specRoutes maps method → echo pattern → the spec's operation.
+func specRoutes(spec *openapi3.T) map[string]map[string]*routers.Route {
+	routes := map[string]map[string]*routers.Route{}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if routes[method] == nil {
+				routes[method] = map[string]*routers.Route{}
+			}
+			routes[method][echoPath(path)] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
+		}
+	}
+	return routes
+}
+
+// matched is the route echo found, as the router the validator asks.
+type matched struct {
+	route         *routers.Route
+	names, values []string
+}
+
+func (m *matched) FindRoute(*http.Request) (*routers.Route, map[string]string, error) {
+	params := make(map[string]string, len(m.names))
+	for i, n := range m.names {
+		if i < len(m.values) {
+			params[n] = m.values[i]
+		}
+	}
+	return m.route, params, nil
 }
 
 // exactBoundsOnly drops the published `maximum` of the money fields from the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -15,13 +14,21 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 )
 
-var slugRE = regexp.MustCompile(`^[a-z0-9-]{2,63}$`)
-
 // ValidSlug reports whether s is a valid tenant slug: 2–63 of a-z, 0-9 and
 // "-", not starting or ending with "-" (it is a DNS label of the tenant's
 // host name).
+// It runs on every request (the tenant from the Host), so it is a loop
+// rather than a regular expression.
 func ValidSlug(s string) bool {
-	return slugRE.MatchString(s) && s[0] != '-' && s[len(s)-1] != '-'
+	if len(s) < 2 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 const (
