@@ -190,7 +190,10 @@ func (s *Store) Get(ctx context.Context, actUUID uuid.UUID) (_ *Detail, err erro
 
 func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error) {
 	d := &Detail{Act: *a}
-	if err := tenant.Scope(ctx, q).Where("act_uuid = ?", a.UUID).Order("position, id").Find(&d.Data).Error; err != nil {
+	var err error
+	d.Data, err = db.ScanAll(tenant.Scope(ctx, q).Table("data_points").Select(dataPointColumns).
+		Where("act_uuid = ?", a.UUID).Order("position, id"), 64, scanDataPoint)
+	if err != nil {
 		return nil, fmt.Errorf("load data points: %w", err)
 	}
 	f, err := latestFetch(ctx, q, a.UUID, nil, s.now())
@@ -199,6 +202,17 @@ func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error)
 	}
 	d.Fetch = f
 	return d, nil
+}
+
+// dataPointColumns are DataPoint's columns in the order scanDataPoint
+// reads them. An act's data points are read by hand rather than through
+// GORM's reflection (db.ScanAll): for 200 of them that scan cost more than
+// the query (BENCHMARKS.md, "Load").
+const dataPointColumns = "tenant_id, id, act_uuid, template_field_id, position, key, name, type, source, options, value, source_value, revision, updated_at, last_fetch_request_id"
+
+func scanDataPoint(p *DataPoint) []any {
+	return []any{&p.TenantID, &p.ID, &p.ActUUID, &p.TemplateFieldID, &p.Position, &p.Key, &p.Name, &p.Type, &p.Source,
+		&p.Options, &p.Value, &p.SourceValue, &p.Revision, &p.UpdatedAt, &p.LastFetchRequestID}
 }
 
 // latestFetch returns, in one query, the most recent fetch of each data
@@ -222,8 +236,10 @@ func latestFetch(ctx context.Context, q *gorm.DB, actUUID uuid.UUID, ids []int64
 	if ids != nil {
 		sel = sel.Where("data_points.id IN ?", ids)
 	}
-	var rows []row
-	if err := sel.Scan(&rows).Error; err != nil {
+	rows, err := db.ScanAll(sel, 64, func(r *row) []any {
+		return []any{&r.DataPointID, &r.FetchRequestID, &r.State, &r.Error, &r.ExpiresAt}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("acts: latest fetch states: %w", err)
 	}
 	out := make(map[int64]*FetchState, len(rows))
