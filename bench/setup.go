@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -155,6 +157,14 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 	}
 	e.stop = append(e.stop, pool.Close)
 	bare := echo.New()
+	var reported atomic.Bool
+	bare.HTTPErrorHandler = func(err error, c echo.Context) {
+		// wrk sees only the status: say once why a baseline failed.
+		if reported.CompareAndSwap(false, true) {
+			fmt.Fprintf(os.Stderr, "baseline %s: %v\n", c.Path(), err)
+		}
+		bare.DefaultHTTPErrorHandler(err, c)
+	}
 	routeBaselines(bare, pool, hostTenants{host: tn.ID}, tn, clients.NewStore(d), acts.NewStore(d, nil))
 	url, stop, err = serve(cfg, bare)
 	if err != nil {
