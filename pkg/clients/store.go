@@ -195,14 +195,14 @@ func (s *Store) Get(ctx context.Context, tx *gorm.DB, id int64) (*Client, error)
 }
 
 // clientColumns are Client's columns in the order get scans them.
-const clientColumns = "tenant_id, id, company_name, org_number, country, credit_limit, created_at, updated_at"
+const clientColumns = "tenant_id, id, company_name, org_number, country, credit_limit, name_key, created_at, updated_at"
 
 // get reads one client, scanning the row itself rather than through GORM's
 // reflection (db.ScanOne: the hot read of GET /clients/{id}).
 func (s *Store) get(ctx context.Context, q *gorm.DB, id int64) (*Client, error) {
 	var c Client
 	err := db.ScanOne(tenant.Scope(ctx, q).Table("clients").Select(clientColumns).Where("id = ?", id).Limit(1),
-		&c.TenantID, &c.ID, &c.CompanyName, &c.OrgNumber, &c.Country, &c.CreditLimit, &c.CreatedAt, &c.UpdatedAt)
+		&c.TenantID, &c.ID, &c.CompanyName, &c.OrgNumber, &c.Country, &c.CreditLimit, &c.NameKey, &c.CreatedAt, &c.UpdatedAt)
 	switch {
 	case errors.Is(err, db.ErrNoRows):
 		return nil, apperr.E(apperr.NotFound, "client not found")
