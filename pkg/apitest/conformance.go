@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/web"
 )
 
 var (
@@ -46,7 +47,7 @@ func specRouter() (routers.Router, error) {
 
 // Unspecified lists path prefixes that are server-rendered pages, not part of
 // the API contract; their responses are not validated.
-var Unspecified = []string{"/login", "/logout", "/developer/", "/account/"}
+var Unspecified = []string{"/login", "/logout", "/developer/", "/account/", "/console/", "/assets/"}
 
 // ValidateResponse checks resp (whose body is given) against the operation
 // the request matches in the OpenAPI document: status, headers, content type
@@ -57,6 +58,9 @@ func ValidateResponse(req *http.Request, resp *http.Response, body []byte) error
 		if strings.HasPrefix(req.URL.Path, p) {
 			return nil
 		}
+	}
+	if req.URL.Path == "/" && resp.StatusCode == http.StatusFound {
+		return nil // the tenant root sends a browser to the console
 	}
 	r, err := specRouter()
 	if err != nil {
@@ -130,6 +134,10 @@ func validateErrorBody(resp *http.Response, body []byte) error {
 		return err
 	}
 	_ = r
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") && resp.Request != nil && web.WantsHTML(resp.Request) {
+		// A browser outside the API gets an error page (httpapi.errorHandler).
+		return nil
+	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return fmt.Errorf("error response is %q, not JSON: %s", resp.Header.Get("Content-Type"), truncate(body, 500))
 	}

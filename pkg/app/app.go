@@ -52,6 +52,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/tracing"
 	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/web"
 	"github.com/finsvc/finsvc/pkg/webhooks"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
@@ -276,26 +277,27 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if tenants == nil {
 		tenants = tenant.NewStore(a.db)
 	}
+	services := httpapi.Services{
+		Clients:   clients.NewStore(a.db),
+		Templates: templates.NewStore(a.db),
+		Users:     userStore,
+		Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
+		Webhooks:  wh.Registry,
+	}
 	a.handler, err = httpapi.New(httpapi.Deps{
-		Config:  cfg,
-		Logger:  a.log,
-		DB:      a.db,
-		Tenants: tenants,
-		Auth:    authn,
-		Services: httpapi.Services{
-			Clients:   clients.NewStore(a.db),
-			Templates: templates.NewStore(a.db),
-			Users:     userStore,
-			Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
-			Webhooks:  wh.Registry,
-		},
+		Config:   cfg,
+		Logger:   a.log,
+		DB:       a.db,
+		Tenants:  tenants,
+		Auth:     authn,
+		Services: services,
 		// Only an authenticated caller spends its tenant's budget; the
 		// bearer check and the token endpoints charge it.
 		Budget:      limiter,
 		Idempotency: idempotency.New(a.db, o.now),
 		Trace:       traceRequests,
 		Middleware:  []echo.MiddlewareFunc{a.metrics.Middleware()},
-		Routes:      []func(*echo.Echo){a.oauth.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
+		Routes:      []func(*echo.Echo){a.oauth.Routes, web.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
 	})
 	if err != nil {
 		return nil, err

@@ -34,28 +34,12 @@ const (
 	ScopeOfflineAccess  = "offline_access"
 )
 
-// AllScopes lists every scope an app may request, in display order.
+// AllScopes lists every scope an app may request, in display order. What
+// each grants is described once, in the spec's oauth2 security scheme.
 var AllScopes = []string{
 	ScopeClientsRead, ScopeClientsWrite, ScopeActsRead, ScopeActsWrite,
 	ScopeTemplatesRead, ScopeTemplatesWrite, ScopeWebhooksRead, ScopeWebhooksWrite,
 	ScopeUsersRead, ScopeUsersWrite, ScopeOfflineAccess,
-}
-
-// ScopeDescriptions say what each scope grants, for the consent and app
-// pages. They are the spec's (its oauth2 security scheme); a test keeps the
-// two equal.
-var ScopeDescriptions = map[string]string{
-	ScopeClientsRead:    "Read clients",
-	ScopeClientsWrite:   "Create, change and delete clients",
-	ScopeActsRead:       "Read acts, data points, fetch requests and history",
-	ScopeActsWrite:      "Create and change acts, request refreshes, write act data",
-	ScopeTemplatesRead:  "Read templates",
-	ScopeTemplatesWrite: "Create and change templates",
-	ScopeWebhooksRead:   "Read webhook registrations and the delivery log",
-	ScopeWebhooksWrite:  "Register, change and delete webhooks",
-	ScopeUsersRead:      "Read the tenant's users: names, email addresses and roles (admins only)",
-	ScopeUsersWrite:     "Create users, change their names and roles, deactivate them (admins only)",
-	ScopeOfflineAccess:  "Keep access through refresh tokens",
 }
 
 // ValidRole reports whether r is a known role.

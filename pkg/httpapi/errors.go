@@ -11,6 +11,8 @@ import (
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/web"
 )
 
 // statusOf is the one mapping from domain error kinds to HTTP statuses.
@@ -118,8 +120,30 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 				return
 			}
 		}
+		if status < 500 && !strings.HasPrefix(c.Request().URL.Path, "/api/") && web.WantsHTML(c.Request()) {
+			// A browser at the tenant root, an unknown page or an unknown
+			// host gets a page; API clients (no text/html in Accept) keep
+			// the error format.
+			_ = web.WriteError(c.Response(), status, browserError(c, status, err))
+			return
+		}
 		_ = c.JSON(status, Body(err))
 	}
+}
+
+// browserError is the page a browser sees for an error outside the API.
+func browserError(c echo.Context, status int, err error) web.ErrorData {
+	d := web.ErrorData{Title: http.StatusText(status), Message: Body(err).Message}
+	if t, ok := tenant.FromContext(c.Request().Context()); ok {
+		d.Tenant = t.Slug
+	}
+	switch {
+	case status == http.StatusNotFound && d.Tenant == "":
+		d.Title, d.Message = "Unknown address", "No organization is served at this address. Check the link you followed."
+	case status == http.StatusNotFound:
+		d.Title, d.Message = "Page not found", "There is no page at this address."
+	}
+	return d
 }
 
 func wwwAuthenticate(c echo.Context) string {

@@ -120,14 +120,15 @@ type Handlers struct {
 
 var _ apiserver.StrictServerInterface = (*Handlers)(nil)
 
-// operational paths answer on any host, without a tenant.
+// operational paths answer on any host, without a tenant (and the pages'
+// stylesheet under /assets/, so that an unknown host's page is styled).
 var operational = map[string]bool{
 	"/healthz": true, "/readyz": true, "/openapi.yaml": true, "/metrics": true, "/docs": true,
 }
 
 func isOperational(c echo.Context) bool {
 	p := c.Request().URL.Path
-	return operational[p] || strings.HasPrefix(p, "/docs/assets/")
+	return operational[p] || strings.HasPrefix(p, "/docs/assets/") || strings.HasPrefix(p, "/assets/")
 }
 
 func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/1.0/") }

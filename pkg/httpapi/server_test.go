@@ -250,3 +250,50 @@ func TestFormatErrorsArePlain(t *testing.T) {
 		t.Fatalf("errors = %v, want a plain UUID message", e.Errors)
 	}
 }
+
+// TestBrowsersGetPages: outside the API, a client that accepts text/html
+// (a browser) gets an HTML page for an unknown host, page or tenant root;
+// API clients and anything under /api/ keep the error format.
+func TestBrowsersGetPages(t *testing.T) {
+	env := apitest.New(t, apitest.WithOAuth())
+	env.Tenant("acme")
+	browser := "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	send := func(host, path, accept string) *apitest.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", env.Server.URL+path, nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		return env.Send(host, req)
+	}
+	for _, c := range []struct {
+		host, path, accept string
+		status             int
+		html               bool
+		want               string
+	}{
+		{"nobody.localhost", "/", browser, 404, true, "Unknown address"},
+		{"acme.example.com", "/login", browser, 404, true, "Unknown address"},
+		{"acme.localhost", "/no-such-page", browser, 404, true, "Page not found"},
+		{"acme.localhost", "/", browser, http.StatusFound, false, ""},
+		{"nobody.localhost", "/", "application/json", 404, false, "unknown tenant"},
+		{"nobody.localhost", "/", "", 404, false, "unknown tenant"},
+		{"acme.localhost", "/", "", 404, false, ""},
+		{"acme.localhost", "/api/nothing", browser, 404, false, ""},
+		{"acme.localhost", "/api/1.0/me", browser, 401, false, ""},
+	} {
+		resp := send(c.host, c.path, c.accept)
+		ct := resp.Header.Get("Content-Type")
+		if resp.Code != c.status || strings.HasPrefix(ct, "text/html") != c.html || !strings.Contains(string(resp.Body), c.want) {
+			t.Errorf("%s%s (Accept %q): %d %s %q", c.host, c.path, c.accept, resp.Code, ct, resp.Body)
+		}
+		if c.html && (resp.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(string(resp.Body), `href="/assets/console.css"`)) {
+			t.Errorf("%s%s: page without the frame refusal or the stylesheet", c.host, c.path)
+		}
+	}
+	// The stylesheet answers on any host, so that those pages are styled.
+	css := env.Do("nobody.localhost", "GET", "/assets/console.css", "", nil).Status(t, http.StatusOK)
+	if !strings.HasPrefix(css.Header.Get("Content-Type"), "text/css") || len(css.Body) < 100 {
+		t.Fatalf("stylesheet: %s %d bytes", css.Header.Get("Content-Type"), len(css.Body))
+	}
+}

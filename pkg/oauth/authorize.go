@@ -232,17 +232,19 @@ func (s *Service) authorizeError(c echo.Context, ar fosite.AuthorizeRequester, e
 		rfc = fosite.ErrTemporarilyUnavailable.WithHint("Retry later.")
 	}
 	if !redirectRegistered(ar) {
-		msg := rfc.GetDescription()
+		// The person in the browser gets a sentence; the library's text,
+		// which names parameters, is kept below it for the app's developer.
+		msg, details := "The app sent a sign-in request this service cannot accept. Contact the app's developer.", rfc.GetDescription()
 		switch {
-		case ar == nil || ar.GetClient() == nil:
-			msg = "This app is unknown. Check the client_id the app sent."
+		case ar == nil || ar.GetClient() == nil || rfc.ErrorField == fosite.ErrInvalidClient.ErrorField:
+			msg, details = "This app is unknown. Check the client_id the app sent.", ""
 		case ar.IsRedirectURIValid():
 			// fosite took it for a registered loopback URI.
-			msg = "The redirect_uri is not registered for this app. " + errNotRegistered.GetDescription()
-		case rfc.ErrorField == "invalid_request" && strings.Contains(strings.ToLower(msg), "redirect"):
-			msg = "The redirect_uri is not registered for this app. " + msg
+			msg, details = "The app asked to return to an address it has not registered.", errNotRegistered.GetDescription()
+		case rfc.ErrorField == "invalid_request" && strings.Contains(strings.ToLower(details), "redirect"):
+			msg = "The app asked to return to an address it has not registered."
 		}
-		return s.errorPage(c, http.StatusBadRequest, "Cannot authorize this app", msg)
+		return s.render(c, http.StatusBadRequest, "error", &page{Title: "Cannot authorize this app", Message: msg, Details: details})
 	}
 	code := rfc.ErrorField
 	if code == "server_error" {

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,38 +15,15 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/oauth"
+	"github.com/finsvc/finsvc/pkg/web/browsertest"
 )
-
-// chromium finds a Chromium/Chrome binary. Without one the test skips on a
-// developer machine and fails in CI (CI set), where .ci/run installs it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("FINSVC_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium found (CI is set): install Debian's chromium package")
-	}
-	t.Skip("no Chromium found: install Debian's chromium package (apt-get install chromium) to run the browser end-to-end test")
-	return ""
-}
 
 // TestBrowserEndToEnd drives headless Chromium through the real server:
 // authorize → login page → consent → Allow → code at a loopback callback,
 // then golang.org/x/oauth2 exchanges the code (PKCE S256, Basic auth) and
 // calls /api/1.0/me with the access token.
 func TestBrowserEndToEnd(t *testing.T) {
-	exe := chromium(t)
+	exe := browsertest.Chromium(t)
 	s := newServer(t, serverOpt{})
 	te := s.Tenant("acme")
 	email := "admin@acme.example.com"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/oauth"
 )
 
 // TestAuthorizationCodeFlow: login redirect, consent, code, token (form
@@ -111,12 +112,12 @@ func TestUsersScope(t *testing.T) {
 		params := o.authParams("state-users-1")
 		params.Set("scope", "users:read acts:read")
 		p := do(t, c, "GET", o.Server.URL+"/oauth/authorize?"+params.Encode(), nil)
-		if body := html.UnescapeString(p.Body); p.Code != 200 || !strings.Contains(body, "<code>users:read</code>: "+auth.ScopeDescriptions[auth.ScopeUsersRead]) {
+		if body := html.UnescapeString(p.Body); p.Code != 200 || !strings.Contains(body, oauth.ScopeDescription(auth.ScopeUsersRead)+` <code class="muted">users:read</code>`) {
 			t.Fatalf("consent page: %d %s", p.Code, p.Body)
 		}
 		apps := html.UnescapeString(do(t, c, "GET", o.Server.URL+"/developer/my-apps", nil).Body)
 		for _, sc := range []string{auth.ScopeUsersRead, auth.ScopeUsersWrite} {
-			if !strings.Contains(apps, `value="`+sc+`"`) || !strings.Contains(apps, auth.ScopeDescriptions[sc]) {
+			if !strings.Contains(apps, `value="`+sc+`"`) || !strings.Contains(apps, oauth.ScopeDescription(sc)) {
 				t.Errorf("the app form does not offer %s", sc)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 const (
 	purposeTokens = "finsvc/oauth/token-hmac/v1"
 	purposeCSRF   = "finsvc/web/csrf/v1"
+	purposeFlash  = "finsvc/web/flash/v1"
 )
 
 // deriveKey returns HMAC-SHA256(global secret, purpose || tenant id): a

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
@@ -23,13 +22,14 @@ import (
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/web"
 )
 
 //go:embed templates/*.html
 var templateFS embed.FS
 
 func parsePages() (*template.Template, error) {
-	t, err := template.ParseFS(templateFS, "templates/*.html")
+	t, err := web.Parse(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("oauth: parse page templates: %w", err)
 	}
@@ -54,6 +54,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	e.POST("/developer/my-apps/:id/rotate", page(s.handleRotateApp))
 	e.POST("/developer/my-apps/:id/delete", page(s.handleDeleteApp))
 	e.GET("/account/apps", page(s.handleAccount))
+	e.GET("/", s.handleRoot)
 	e.POST("/account/apps/:id/revoke", page(s.handleRevokeApp))
 }
 
@@ -93,14 +94,16 @@ func (s *Service) logUnavailable(r *http.Request, err error) {
 	s.log.ErrorContext(r.Context(), "oauth: database unavailable", "path", r.URL.Path, "error", err)
 }
 
-// page is the data of every page.
+// page is the data of every page (the layout's fields first, pkg/web).
 type page struct {
 	Title      string
 	Tenant     string
 	User       *users.User
 	LogoutCSRF string
-	CSRF       string
+	Nav        string
 	Message    string
+	Details    string
+	CSRF       string
 
 	// login
 	Next, Email string
@@ -118,17 +121,6 @@ type page struct {
 
 type param struct{ Name, Value string }
 
-// scopeItem is a scope as the pages show it: its name and what it grants.
-type scopeItem struct{ Name, Description string }
-
-func describeScopes(names []string) []scopeItem {
-	out := make([]scopeItem, len(names))
-	for i, n := range names {
-		out[i] = scopeItem{Name: n, Description: auth.ScopeDescriptions[n]}
-	}
-	return out
-}
-
 type createdApp struct{ Name, ClientID, Secret string }
 
 func (s *Service) render(c echo.Context, status int, name string, p *page) error {
@@ -137,16 +129,17 @@ func (s *Service) render(c echo.Context, status int, name string, p *page) error
 	if p.User != nil {
 		p.LogoutCSRF = s.csrfToken(ctx, s.csrfSeed(c), "logout", "")
 	}
-	var buf bytes.Buffer
-	if err := s.pages.ExecuteTemplate(&buf, name, p); err != nil {
-		return fmt.Errorf("oauth: render %s: %w", name, err)
+	// web.Render refuses framing (no clickjacking of the consent page).
+	return web.Render(c, s.pages, status, name, p)
+}
+
+// handleRoot is GET / on a tenant host: browsers go to the console (or
+// the sign-in page on the way); API clients keep the JSON 404.
+func (s *Service) handleRoot(c echo.Context) error {
+	if !web.WantsHTML(c.Request()) {
+		return echo.ErrNotFound
 	}
-	h := c.Response().Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Frame-Options", "DENY") // no clickjacking of the consent page
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("Referrer-Policy", "no-referrer")
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.Redirect(http.StatusFound, web.Home)
 }
 
 func (s *Service) errorPage(c echo.Context, status int, title, msg string) error {
@@ -264,7 +257,7 @@ func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string
 	if err != nil {
 		return err
 	}
-	return s.render(c, status, "apps", &page{Title: "Developer apps", User: u, Apps: apps, AllScopes: describeScopes(auth.AllScopes),
+	return s.render(c, status, "apps", &page{Title: "Developer apps", Nav: "developer", User: u, Apps: apps, AllScopes: describeScopes(auth.AllScopes),
 		Message: msg, Created: created, CSRF: s.csrfToken(ctx, s.csrfSeed(c), "developer", "")})
 }
 
@@ -273,7 +266,23 @@ func (s *Service) handleApps(c echo.Context) error {
 	if !ok || err != nil {
 		return err
 	}
-	return s.appsPage(c, u, http.StatusOK, "", nil)
+	var created *createdApp
+	if !s.TakeFlash(c, u.ID, appsPath, &created) {
+		created = nil
+	}
+	return s.appsPage(c, u, http.StatusOK, "", created)
+}
+
+// appsPath is the developer apps page, where a new secret is shown once.
+const appsPath = "/developer/my-apps"
+
+// showSecret redirects to the apps page, which shows the secret once
+// (POST-redirect-GET: reloading it registers or rotates nothing).
+func (s *Service) showSecret(c echo.Context, u *users.User, created *createdApp) error {
+	if err := s.SetFlash(c, u.ID, appsPath, created); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, appsPath)
 }
 
 func (s *Service) handleCreateApp(c echo.Context) error {
@@ -287,6 +296,16 @@ func (s *Service) handleCreateApp(c echo.Context) error {
 	form, _ := c.FormParams()
 	name := form.Get("name")
 	uris := strings.Split(strings.ReplaceAll(form.Get("redirect_uris"), "\r", ""), "\n")
+	if len(form["scopes"]) == 0 {
+		// ValidateApp gives a scope-less app every scope (the CLI's
+		// default); the form asks for a choice instead, besides what
+		// ValidateApp finds wrong with the rest.
+		msg := "scopes: check at least one scope"
+		if _, _, _, err := ValidateApp(name, uris, nil); apperr.Is(err, apperr.Invalid) {
+			msg = describe(err) + "; " + msg
+		}
+		return s.appsPage(c, u, http.StatusBadRequest, msg, nil)
+	}
 	id, secret, err := CreateAppCtx(c.Request().Context(), s.db, &u.ID, name, uris, form["scopes"])
 	if apperr.Is(err, apperr.Invalid) {
 		return s.appsPage(c, u, http.StatusBadRequest, describe(err), nil)
@@ -294,7 +313,7 @@ func (s *Service) handleCreateApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.appsPage(c, u, http.StatusCreated, "", &createdApp{Name: strings.TrimSpace(name), ClientID: id, Secret: secret})
+	return s.showSecret(c, u, &createdApp{Name: strings.TrimSpace(name), ClientID: id, Secret: secret})
 }
 
 func (s *Service) handleRotateApp(c echo.Context) error {
@@ -318,7 +337,7 @@ func (s *Service) handleRotateApp(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.appsPage(c, u, http.StatusOK, "", &createdApp{Name: app.Name, ClientID: id, Secret: secret})
+	return s.showSecret(c, u, &createdApp{Name: app.Name, ClientID: id, Secret: secret})
 }
 
 func (s *Service) handleDeleteApp(c echo.Context) error {
@@ -347,7 +366,7 @@ func (s *Service) handleAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, "account", &page{Title: "Authorized apps", User: u, Authorized: apps,
+	return s.render(c, http.StatusOK, "account", &page{Title: "Authorized apps", Nav: "account", User: u, Authorized: apps,
 		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "account", "")})
 }
 

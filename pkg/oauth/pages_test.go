@@ -43,10 +43,22 @@ func TestDeveloperApps(t *testing.T) {
 		if p := do(t, c, "POST", o.Server.URL+"/developer/my-apps", bad); p.Code != 400 || !strings.Contains(p.Body, "https") {
 			t.Fatalf("bad redirect: %d", p.Code)
 		}
+		// No scope checked (the form's default): refused, not every scope.
+		none := cloneValues(form)
+		none.Set("csrf_token", csrf)
+		none.Del("scopes")
+		if p := do(t, c, "POST", o.Server.URL+"/developer/my-apps", none); p.Code != 400 || !strings.Contains(p.Body, "at least one scope") {
+			t.Fatalf("no scopes: %d", p.Code)
+		}
 		form.Set("csrf_token", csrf)
 		p = do(t, c, "POST", o.Server.URL+"/developer/my-apps", form)
-		if p.Code != http.StatusCreated {
-			t.Fatalf("create: %d %s", p.Code, p.Body)
+		// POST-redirect-GET: the secret is on the page the POST redirects to.
+		if p.Code != http.StatusSeeOther || p.Location != "/developer/my-apps" {
+			t.Fatalf("create: %d %q %s", p.Code, p.Location, p.Body)
+		}
+		p = do(t, c, "GET", o.Server.URL+p.Location, nil)
+		if p.Code != http.StatusOK || !secretRE.MatchString(p.Body) {
+			t.Fatalf("after create: %d %s", p.Code, p.Body)
 		}
 		id := html.UnescapeString(clientIDRE.FindStringSubmatch(p.Body)[1])
 		secret := html.UnescapeString(secretRE.FindStringSubmatch(p.Body)[1])
@@ -61,8 +73,13 @@ func TestDeveloperApps(t *testing.T) {
 		if row.SecretHash != store.HashSecret(secret) || strings.Contains(row.SecretHash, secret) || row.Scopes != "clients:read acts:write" {
 			t.Fatalf("stored app %+v", row)
 		}
-		if p := do(t, c, "GET", o.Server.URL+"/developer/my-apps", nil); strings.Contains(p.Body, secret) || !strings.Contains(p.Body, "Ledger Sync") {
-			t.Fatal("secret shown again, or app missing from the list")
+		// Reloading shows the list, without the secret and without a second app.
+		if p := do(t, c, "GET", o.Server.URL+"/developer/my-apps", nil); strings.Contains(p.Body, secret) || strings.Count(p.Body, "<td>Ledger Sync</td>") != 1 {
+			t.Fatal("secret shown again, or app missing from the list or listed twice")
+		}
+		var n int64
+		if err := s.DB.Model(&store.Client{}).Where("tenant_id = ? AND name = ?", o.Tenant.ID, "Ledger Sync").Count(&n).Error; err != nil || n != 1 {
+			t.Fatalf("apps named Ledger Sync: %d %v", n, err)
 		}
 		// The new app works at the token endpoint (via a code for it).
 		app := &org{TenantEnv: o.TenantEnv, s: s, userID: o.userID, email: o.email, clientID: id, secret: secret, redirect: "https://ledger.example.com/cb"}
@@ -73,9 +90,10 @@ func TestDeveloperApps(t *testing.T) {
 		}
 		// Rotate: new secret shown once; the old one stops working.
 		p = do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+id+"/rotate", url.Values{"csrf_token": {csrf}})
-		if p.Code != 200 {
+		if p.Code != http.StatusSeeOther {
 			t.Fatalf("rotate: %d", p.Code)
 		}
+		p = do(t, c, "GET", o.Server.URL+p.Location, nil)
 		newSecret := html.UnescapeString(secretRE.FindStringSubmatch(p.Body)[1])
 		if newSecret == secret {
 			t.Fatal("rotation kept the secret")

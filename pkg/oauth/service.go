@@ -111,6 +111,9 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 		compose.OAuth2TokenRevocationFactory,
 		compose.OAuth2TokenIntrospectionFactory,
 	)
+	if _, err := scopeDescriptions(); err != nil {
+		return nil, err
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,154 @@
+// Package web is the look and the safety headers of every server-rendered
+// page (the sign-in and app pages of pkg/oauth, the console of pkg/webui,
+// the HTML error pages of pkg/httpapi): one layout, one stylesheet served
+// by the binary, and the headers that refuse framing and outside content.
+//
+// A page template is parsed together with the layout (Parse) and uses
+// {{template "head" .}} … {{template "foot"}}. The data of every page has
+// the fields the layout reads: Title, Tenant, User (*users.User, nil when
+// signed out), LogoutCSRF, Nav and Message.
+package web
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/users"
+)
+
+//go:embed static/console.css templates/layout.html
+var files embed.FS
+
+// StylePath is where the stylesheet is served. It answers on any host
+// (httpapi treats /assets/ as operational), so that the error page of an
+// unknown host is styled too.
+const StylePath = "/assets/console.css"
+
+// Home is where the brand link and a browser at the tenant root go.
+const Home = "/account/apps"
+
+var style = func() []byte {
+	b, err := files.ReadFile("static/console.css")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// NavItem is an entry of the main navigation.
+type NavItem struct{ Key, Label, Path string }
+
+// navItems is the navigation a role sees. Pages still check the role
+// themselves; hiding a link is a convenience, not the rule.
+func navItems(role string) []NavItem {
+	var items []NavItem
+	if role == auth.RoleAdmin {
+		items = append(items, NavItem{"developer", "Developer apps", "/developer/my-apps"})
+	}
+	return append(items, NavItem{"account", "Authorized apps", "/account/apps"})
+}
+
+var funcs = template.FuncMap{
+	"stylePath": func() string { return StylePath },
+	"navItems":  navItems,
+}
+
+// Parse parses the layout and then the page templates of pages matching
+// patterns (a page may use the layout's "head", "foot", "message" and
+// "error").
+func Parse(pages fs.FS, patterns ...string) (*template.Template, error) {
+	t, err := template.New("layout").Funcs(funcs).ParseFS(files, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: parse layout: %w", err)
+	}
+	if pages != nil {
+		if t, err = t.ParseFS(pages, patterns...); err != nil {
+			return nil, fmt.Errorf("web: parse pages: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// SetHeaders sets what every page answers with: never cached (pages show
+// secrets once), never framed (no clickjacking of a button), no script, no
+// outside content, no referrer leaving the site.
+func SetHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// Render executes the page template name with data into a buffer (a
+// template error never sends half a page) and writes it.
+func Render(c echo.Context, t *template.Template, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		return fmt.Errorf("web: render %s: %w", name, err)
+	}
+	SetHeaders(c.Response().Header())
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// WantsHTML reports whether the client asked for a page: its Accept
+// names text/html (browsers do; API clients and curl's default do not).
+func WantsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/html" {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorData is the data of the "error" page.
+type ErrorData struct {
+	Title, Tenant, Message, Details string
+	User                            *users.User
+	LogoutCSRF, Nav                 string
+}
+
+var layout = func() *template.Template {
+	t, err := Parse(nil)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}()
+
+// WriteError writes the error page with status to w (for handlers outside
+// a page package, such as httpapi's error handler).
+func WriteError(w http.ResponseWriter, status int, d ErrorData) error {
+	var buf bytes.Buffer
+	if err := layout.ExecuteTemplate(&buf, "error", d); err != nil {
+		return fmt.Errorf("web: render error page: %w", err)
+	}
+	SetHeaders(w.Header())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// Routes serves the stylesheet.
+func Routes(e *echo.Echo) {
+	e.GET(StylePath, serveStyle)
+	e.HEAD(StylePath, serveStyle)
+}
+
+func serveStyle(c echo.Context) error {
+	h := c.Response().Header()
+	h.Set("Cache-Control", "public, max-age=3600")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", style)
+}
