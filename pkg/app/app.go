@@ -56,6 +56,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/webhooks"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+	"github.com/finsvc/finsvc/pkg/webui"
 )
 
 // Token cache settings: entries live at most TokenCacheTTL (revocation is
@@ -284,6 +285,13 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
 		Webhooks:  wh.Registry,
 	}
+	// The console calls the same stores as the API, with the sign-in
+	// pages' sessions.
+	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
+		Users: services.Users, Logger: a.log})
+	if err != nil {
+		return nil, err
+	}
 	a.handler, err = httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   a.log,
@@ -297,7 +305,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Idempotency: idempotency.New(a.db, o.now),
 		Trace:       traceRequests,
 		Middleware:  []echo.MiddlewareFunc{a.metrics.Middleware()},
-		Routes:      []func(*echo.Echo){a.oauth.Routes, web.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
+		Routes:      []func(*echo.Echo){a.oauth.Routes, console.Routes, web.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
 	})
 	if err != nil {
 		return nil, err

@@ -197,3 +197,15 @@ func authorizer(spec *openapi3.T) (apiserver.StrictMiddlewareFunc, error) {
 		}
 	}, nil
 }
+
+// PermitRole checks the role half of operationID's rule (a spec
+// operationId) for p. The console pages (pkg/webui) call it: a signed-in
+// user acts with their role and no app's scopes, under the same table as
+// the API.
+func PermitRole(p *auth.Principal, operationID string) error {
+	r, ok := roles[operationID]
+	if !ok {
+		return fmt.Errorf("httpapi: no role for the operation %s", operationID)
+	}
+	return p.Permit(nil, r.action, r.doing)
+}

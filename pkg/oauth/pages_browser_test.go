@@ -9,6 +9,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/web"
 	"github.com/finsvc/finsvc/pkg/web/browsertest"
 )
 
@@ -38,9 +39,10 @@ func TestBrowserPages(t *testing.T) {
 	}
 	b.Keys(o.email+"\t"+testPassword, false)
 	b.Keys("\r", true)
-	if p := b.Path(); p != "/account/apps" {
-		t.Fatalf("after sign-in: %s", p)
+	if p := b.Path(); p != web.Home {
+		t.Fatalf("after sign-in: %s, want %s", p, web.Home)
 	}
+	b.Open(base + "/account/apps")
 	if got := b.Text("#who"); !strings.Contains(got, o.email) {
 		t.Fatalf("header: %q", got)
 	}

@@ -156,3 +156,21 @@ func (s *Service) checkCSRF(c echo.Context, purpose, bound string) bool {
 	want := s.csrfToken(c.Request().Context(), ck.Value, purpose, bound)
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
+
+// The console pages (pkg/webui) use the same session and CSRF machinery as
+// the sign-in pages, through these.
+
+// CurrentUser returns the signed-in user of this tenant, or nil.
+func (s *Service) CurrentUser(c echo.Context) (*users.User, error) { return s.currentUser(c) }
+
+// FormToken is the CSRF token of a form for purpose (setting the browser's
+// CSRF cookie when it has none).
+func (s *Service) FormToken(c echo.Context, purpose string) string {
+	return s.csrfToken(c.Request().Context(), s.csrfSeed(c), purpose, "")
+}
+
+// CheckForm verifies the posted csrf_token of a form for purpose.
+func (s *Service) CheckForm(c echo.Context, purpose string) bool { return s.checkCSRF(c, purpose, "") }
+
+// LogoutToken is the CSRF token of the layout's sign-out form.
+func (s *Service) LogoutToken(c echo.Context) string { return s.FormToken(c, "logout") }

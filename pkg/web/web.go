@@ -34,7 +34,7 @@ var files embed.FS
 const StylePath = "/assets/console.css"
 
 // Home is where the brand link and a browser at the tenant root go.
-const Home = "/account/apps"
+const Home = "/console/webhooks"
 
 var style = func() []byte {
 	b, err := files.ReadFile("static/console.css")
@@ -50,7 +50,7 @@ type NavItem struct{ Key, Label, Path string }
 // navItems is the navigation a role sees. Pages still check the role
 // themselves; hiding a link is a convenience, not the rule.
 func navItems(role string) []NavItem {
-	var items []NavItem
+	items := []NavItem{{"webhooks", "Webhooks", "/console/webhooks"}}
 	if role == auth.RoleAdmin {
 		items = append(items, NavItem{"developer", "Developer apps", "/developer/my-apps"})
 	}

@@ -258,16 +258,22 @@ func (b *Browser) Status() int {
 	return int(b.status)
 }
 
-// OpenStatus opens url expecting the page to answer status (an error page
-// is then not a problem) and fails the test when it answers another.
-func (b *Browser) OpenStatus(url string, status int) {
-	b.t.Helper()
+// Allow makes an error status of the page at url (a refused form post,
+// say) expected rather than a problem.
+func (b *Browser) Allow(url string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.expected == nil {
 		b.expected = map[string]bool{}
 	}
 	b.expected[url] = true
-	b.mu.Unlock()
+}
+
+// OpenStatus opens url expecting the page to answer status (an error page
+// is then not a problem) and fails the test when it answers another.
+func (b *Browser) OpenStatus(url string, status int) {
+	b.t.Helper()
+	b.Allow(url)
 	b.Open(url)
 	if got := b.Status(); got != status {
 		b.t.Fatalf("browser: %s answered %d, want %d", url, got, status)

@@ -1,0 +1,122 @@
+package webui_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/finsvc/finsvc/gen/models"
+	"github.com/finsvc/finsvc/pkg/web/browsertest"
+)
+
+// signIn opens the sign-in page (via path, which needs it) in a fresh
+// browser and signs p in.
+func signIn(t *testing.T, o *org, p person, path string) (*browsertest.Browser, string) {
+	t.Helper()
+	srv, _ := url.Parse(o.Server.URL)
+	base := "http://" + o.Tenant.Slug + ".localhost:" + srv.Port()
+	b := browsertest.New(t, browsertest.Options{})
+	b.Open(base + path)
+	b.Fill("#email", p.email)
+	b.Fill("#password", password)
+	b.Submit("#signin")
+	if got := b.Path(); got != path {
+		t.Fatalf("after sign-in: %s, want %s", got, path)
+	}
+	return b, base
+}
+
+// TestBrowserWebhooks drives the webhook pages in Chromium as an admin:
+// the list, a registration, and each button (test event, redeliver,
+// rotate with the secret shown once, disable, enable, delete), checking
+// the page and the API's state after each; then a viewer's read-only page
+// and a member's list. Pages are checked at 1280 and 390 px; any console
+// error or failed load fails the test.
+func TestBrowserWebhooks(t *testing.T) {
+	browsertest.Chromium(t)
+	env := newEnv(t)
+	acme := newOrg(t, env, "acme")
+	wh := acme.webhook(t, acme.admin, "https://127.0.0.1:9/admin")
+	acme.webhook(t, acme.member, "https://127.0.0.1:9/member")
+	detail := fmt.Sprintf("/console/webhooks/%d", wh.Id)
+
+	b, base := signIn(t, acme, acme.admin, "/console/webhooks")
+	if n := b.Count("#webhooks tbody tr"); n != 2 {
+		t.Fatalf("%d registrations listed, want 2", n)
+	}
+	b.Shoot("webhooks")
+	b.Submit(fmt.Sprintf(`#webhooks a[href="%s"]`, detail))
+	if b.Text("#deliveries") != "No deliveries yet." || !strings.Contains(b.Text("#state"), "active") {
+		t.Fatalf("registration page: %q %q", b.Text("#deliveries"), b.Text("#state"))
+	}
+
+	b.Submit("#test")
+	if !strings.Contains(b.Text("#notice"), "test event was queued") || b.Count("#deliveries tbody tr") != 1 {
+		t.Fatalf("after test: %q", b.Text("#notice"))
+	}
+	if got := b.Text("#deliveries tbody tr td code"); got != string(models.DeliveryWebhookTest) {
+		t.Fatalf("delivery event %q", got)
+	}
+	ds := acme.deliveries(t, wh.Id)
+	if len(ds) != 1 || ds[0].Event != models.DeliveryWebhookTest {
+		t.Fatalf("API deliveries %+v", ds)
+	}
+	b.Shoot("webhook")
+
+	b.Submit("#deliveries .redeliver")
+	if !strings.Contains(b.Text("#notice"), ds[0].Id.String()) {
+		t.Fatalf("after redeliver: %q", b.Text("#notice"))
+	}
+	if ds := acme.deliveries(t, wh.Id); len(ds) != 1 || ds[0].Status != models.DeliveryPending || ds[0].Attempts != 0 {
+		t.Fatalf("after redeliver, API deliveries %+v", ds)
+	}
+
+	b.Submit("#rotate")
+	secret := b.Text("#secret")
+	if secret == "" || secret == wh.Secret {
+		t.Fatalf("rotated secret %q (was %q)", secret, wh.Secret)
+	}
+	var previous []*string
+	if err := env.DB.Table("webhooks").Where("tenant_id = ? AND id = ?", acme.Tenant.ID, wh.Id).Pluck("previous_secret_ciphertext", &previous).Error; err != nil || len(previous) != 1 || previous[0] == nil {
+		t.Fatalf("no previous secret after rotation: %v", err)
+	}
+	b.Shoot("webhook-rotated")
+	b.Do("reload", chromedp.Reload())
+	if b.Count("#secret") != 0 || strings.Contains(b.Text("main"), secret) {
+		t.Fatal("the secret is shown again after a reload")
+	}
+
+	b.Submit("#disable")
+	if !strings.Contains(b.Text("#state"), "disabled") || b.Count("#enable") != 1 {
+		t.Fatalf("after disable: %q", b.Text("#state"))
+	}
+	var got models.Webhook
+	acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &got)
+	if got.Active {
+		t.Fatal("API: still active after disable")
+	}
+	b.Submit("#enable")
+	acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &got)
+	if !got.Active || !strings.Contains(b.Text("#state"), "active") {
+		t.Fatal("not active after enable")
+	}
+
+	b.Submit("#delete")
+	if b.Path() != "/console/webhooks" || b.Count("#webhooks tbody tr") != 1 {
+		t.Fatalf("after delete: %s, %d rows", b.Path(), b.Count("#webhooks tbody tr"))
+	}
+	acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusNotFound)
+	b.OpenStatus(base+detail, http.StatusNotFound)
+
+	// A viewer reads, with no button to press.
+	v, _ := signIn(t, acme, acme.viewer, "/console/webhooks")
+	v.Submit("#webhooks tbody a")
+	if v.Count("#readonly") != 1 || v.Count("form[action^='/console/webhooks/']") != 0 {
+		t.Fatal("viewer: the page offers changes")
+	}
+	v.Shoot("webhook-viewer")
+}
