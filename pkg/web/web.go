@@ -50,9 +50,9 @@ type NavItem struct{ Key, Label, Path string }
 // navItems is the navigation a role sees. Pages still check the role
 // themselves; hiding a link is a convenience, not the rule.
 func navItems(role string) []NavItem {
-	items := []NavItem{{"webhooks", "Webhooks", "/console/webhooks"}}
+	items := []NavItem{{"webhooks", "Webhooks", "/console/webhooks"}, {"acts", "Acts", "/console/acts"}}
 	if role == auth.RoleAdmin {
-		items = append(items, NavItem{"developer", "Developer apps", "/developer/my-apps"})
+		items = append(items, NavItem{"users", "Users", "/console/users"}, NavItem{"developer", "Developer apps", "/developer/my-apps"})
 	}
 	return append(items, NavItem{"account", "Authorized apps", "/account/apps"})
 }

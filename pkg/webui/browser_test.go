@@ -120,3 +120,81 @@ func TestBrowserWebhooks(t *testing.T) {
 	}
 	v.Shoot("webhook-viewer")
 }
+
+// TestBrowserActsAndUsers drives the fetch requests page (looked up by
+// UUID) and the users page in Chromium as an admin: create a user with a
+// one-time password shown once, change their role, deactivate them, and see
+// the last-admin rule refuse a demotion; the API shows each change.
+func TestBrowserActsAndUsers(t *testing.T) {
+	browsertest.Chromium(t)
+	env := newEnv(t)
+	acme := newOrg(t, env, "acme")
+	a := fetchedAct(t, env, acme)
+
+	b, base := signIn(t, acme, acme.admin, "/console/acts")
+	b.Shoot("acts")
+	b.Fill("#uuid", a.Uuid.String())
+	b.Submit("#open")
+	if b.Path() != "/console/acts/"+a.Uuid.String() {
+		t.Fatalf("lookup led to %s", b.Path())
+	}
+	states := browsertest.Eval[[]string](b, `[...document.querySelectorAll("#fields tbody tr td.state")].map(td => td.textContent.trim())`)
+	if strings.Join(states, ",") != "accepted,failed,awaiting,never fetched" {
+		t.Fatalf("field states %v", states)
+	}
+	if n := b.Count(".request"); n != 1 {
+		t.Fatalf("%d requests shown", n)
+	}
+	if !strings.Contains(b.Text("#history"), "value_accepted") || !strings.Contains(b.Text("#history"), "fetch_failed") {
+		t.Fatalf("history: %q", b.Text("#history"))
+	}
+	b.Shoot("act")
+
+	b.Submit(`nav a[href="/console/users"]`)
+	if n := b.Count("#users tbody tr"); n != 3 {
+		t.Fatalf("%d users listed", n)
+	}
+	b.Shoot("users")
+	b.Fill("#new-email", "new.person@acme.example.com")
+	b.Fill("#new-name", "New Person")
+	b.Submit("#create")
+	otp := b.Text("#secret")
+	if len(otp) != 20 {
+		t.Fatalf("one-time password %q", otp)
+	}
+	var list struct {
+		Data []models.User `json:"data"`
+	}
+	acme.Do("GET", "/api/1.0/users", acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &list)
+	var created models.User
+	for _, u := range list.Data {
+		if string(u.Email) == "new.person@acme.example.com" {
+			created = u
+		}
+	}
+	if created.Id == 0 || created.Role != "member" {
+		t.Fatalf("API users %+v", list.Data)
+	}
+	row := fmt.Sprintf(`#users tr[data-id="%d"]`, created.Id)
+	b.Do("choose admin", chromedp.SetValue(chromedp.CSS(row+" select"), "admin"))
+	b.Submit(row + " .change-role")
+	if got := acme.user(t, created.Id); got.Role != "admin" {
+		t.Fatalf("role after change: %s", got.Role)
+	}
+	b.Submit(row + " .deactivate")
+	if got := acme.user(t, created.Id); got.DeactivatedAt == nil {
+		t.Fatal("not deactivated")
+	}
+	// The original admin is the last active one again: demoting is refused.
+	mine := fmt.Sprintf(`#users tr[data-id="%d"]`, acme.admin.id)
+	b.Do("choose viewer", chromedp.SetValue(chromedp.CSS(mine+" select"), "viewer"))
+	b.Allow(fmt.Sprintf("%s/console/users/%d/role", base, acme.admin.id))
+	b.Submit(mine + " .change-role")
+	if b.Status() != http.StatusBadRequest || !strings.Contains(b.Text("#error"), "admin") {
+		t.Fatalf("no refusal shown: %q", b.Text("#error"))
+	}
+	if got := acme.user(t, acme.admin.id); got.Role != "admin" {
+		t.Fatalf("the last admin became %s", got.Role)
+	}
+	b.Shoot("users-refused")
+}

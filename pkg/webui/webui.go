@@ -91,6 +91,12 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/webhooks/:id/enable", h(cs.post(cs.setActive(true))))
 	e.POST("/console/webhooks/:id/delete", h(cs.post(cs.deleteWebhook)))
 	e.POST("/console/webhooks/:id/deliveries/:delivery/redeliver", h(cs.post(cs.redeliver)))
+	e.GET("/console/acts", h(cs.actsLookup))
+	e.GET("/console/acts/:uuid", h(cs.act))
+	e.GET("/console/users", h(cs.users))
+	e.POST("/console/users", h(cs.post(cs.createUser)))
+	e.POST("/console/users/:id/role", h(cs.post(cs.changeRole)))
+	e.POST("/console/users/:id/deactivate", h(cs.post(cs.deactivateUser)))
 }
 
 // req is one console request: the signed-in user as the principal the

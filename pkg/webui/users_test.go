@@ -1,0 +1,74 @@
+package webui_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/finsvc/finsvc/gen/models"
+	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/testdb"
+)
+
+func (o *org) user(t *testing.T, id int64) models.User {
+	t.Helper()
+	var u models.User
+	o.Do("GET", fmt.Sprintf("/api/1.0/users/%d", id), o.admin.token, nil).Status(t, http.StatusOK).Decode(t, &u)
+	return u
+}
+
+// TestUserPages: admins list, create, change roles and deactivate through
+// pkg/users, whose last-admin rule holds (the refusal is shown on the
+// page); members and viewers get 403; another tenant's user id is 404.
+func TestUserPages(t *testing.T) {
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := newEnv(t, apitest.WithDB(testdb.Open(t, dialect)))
+			acme, other := newOrg(t, env, "acme"), newOrg(t, env, "other")
+			for _, p := range []person{acme.member, acme.viewer} {
+				c := acme.client(t)
+				c.login(p)
+				if r := c.do("GET", "/console/users", nil); r.code != http.StatusForbidden {
+					t.Fatalf("%s: %d", p.email, r.code)
+				}
+				if r := c.post("/console/webhooks", "/console/users"); r.code != http.StatusForbidden {
+					t.Fatalf("%s creates: %d", p.email, r.code)
+				}
+			}
+			admin := acme.client(t)
+			admin.login(acme.admin)
+			page := admin.do("GET", "/console/users", nil)
+			if page.code != 200 || !strings.Contains(page.body, acme.viewer.email) || strings.Contains(page.body, other.viewer.email) {
+				t.Fatalf("list: %d", page.code)
+			}
+			tok := csrf(t, page.body)
+			// The last admin cannot step down: refused on the page, unchanged.
+			r := admin.do("POST", fmt.Sprintf("/console/users/%d/role", acme.admin.id), url.Values{"csrf_token": {tok}, "role": {"viewer"}})
+			if r.code != http.StatusBadRequest || !strings.Contains(r.body, `id="error"`) {
+				t.Fatalf("demote the last admin: %d", r.code)
+			}
+			if u := acme.user(t, acme.admin.id); u.Role != "admin" {
+				t.Fatalf("the last admin became %s", u.Role)
+			}
+			if r := admin.do("POST", fmt.Sprintf("/console/users/%d/deactivate", acme.admin.id), url.Values{"csrf_token": {tok}}); r.code != http.StatusBadRequest {
+				t.Fatalf("deactivate the last admin: %d", r.code)
+			}
+			// Another tenant's user id (higher than any here) is 404.
+			for range 3 {
+				other.User("viewer")
+			}
+			if r := admin.do("POST", "/console/users/6/role", url.Values{"csrf_token": {tok}, "role": {"admin"}}); r.code != http.StatusNotFound {
+				t.Fatalf("another tenant's user: %d", r.code)
+			}
+			// Without the CSRF token nothing changes.
+			if r := admin.do("POST", fmt.Sprintf("/console/users/%d/role", acme.viewer.id), url.Values{"role": {"admin"}}); r.code != http.StatusForbidden {
+				t.Fatalf("no csrf: %d", r.code)
+			}
+			if u := acme.user(t, acme.viewer.id); u.Role != "viewer" {
+				t.Fatalf("viewer became %s", u.Role)
+			}
+		})
+	}
+}
