@@ -72,6 +72,12 @@ type ServerInterface interface {
 	// GetLatestClientAct Get the client's most recent act
 	// (GET /api/1.0/clients/{id}/acts/latest)
 	GetLatestClientAct(ctx echo.Context, id ClientId) error
+	// ListDeletedActs List deleted acts
+	// (GET /api/1.0/deleted/acts)
+	ListDeletedActs(ctx echo.Context, params ListDeletedActsParams) error
+	// ListDeletedClients List deleted clients
+	// (GET /api/1.0/deleted/clients)
+	ListDeletedClients(ctx echo.Context, params ListDeletedClientsParams) error
 	// ListEventTypes List the event types
 	// (GET /api/1.0/event-types)
 	ListEventTypes(ctx echo.Context) error
@@ -619,6 +625,70 @@ func (w *ServerInterfaceWrapper) GetLatestClientAct(ctx echo.Context) error {
 	return err
 }
 
+// ListDeletedActs converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDeletedActs(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDeletedActsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "deleted_since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleted_since", ctx.QueryParams(), &params.DeletedSince, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter deleted_since: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDeletedActs(ctx, params)
+	return err
+}
+
+// ListDeletedClients converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDeletedClients(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDeletedClientsParams
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", ctx.QueryParams(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter page: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "deleted_since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "deleted_since", ctx.QueryParams(), &params.DeletedSince, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter deleted_since: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDeletedClients(ctx, params)
+	return err
+}
+
 // ListEventTypes converts echo context to params.
 func (w *ServerInterfaceWrapper) ListEventTypes(ctx echo.Context) error {
 	var err error
@@ -1147,6 +1217,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/1.0/clients/:id", wrapper.GetClient, options.OperationMiddlewares["getClient"]...)
 	router.PATCH(options.BaseURL+"/api/1.0/clients/:id", wrapper.UpdateClient, options.OperationMiddlewares["updateClient"]...)
 	router.GET(options.BaseURL+"/api/1.0/clients/:id/acts/latest", wrapper.GetLatestClientAct, options.OperationMiddlewares["getLatestClientAct"]...)
+	router.GET(options.BaseURL+"/api/1.0/deleted/acts", wrapper.ListDeletedActs, options.OperationMiddlewares["listDeletedActs"]...)
+	router.GET(options.BaseURL+"/api/1.0/deleted/clients", wrapper.ListDeletedClients, options.OperationMiddlewares["listDeletedClients"]...)
 	router.GET(options.BaseURL+"/api/1.0/event-types", wrapper.ListEventTypes, options.OperationMiddlewares["listEventTypes"]...)
 	router.GET(options.BaseURL+"/api/1.0/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
 	router.GET(options.BaseURL+"/api/1.0/templates", wrapper.ListTemplates, options.OperationMiddlewares["listTemplates"]...)
@@ -4282,6 +4354,242 @@ func (response GetLatestClientActdefaultJSONResponse) VisitGetLatestClientActRes
 	return err
 }
 
+type ListDeletedActsRequestObject struct {
+	Params ListDeletedActsParams
+}
+
+type ListDeletedActsResponseObject interface {
+	VisitListDeletedActsResponse(w http.ResponseWriter) error
+}
+
+type ListDeletedActs200JSONResponse DeletedActList
+
+func (response ListDeletedActs200JSONResponse) VisitListDeletedActsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedActs400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListDeletedActs400JSONResponse) VisitListDeletedActsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedActs401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListDeletedActs401JSONResponse) VisitListDeletedActsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedActs403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListDeletedActs403JSONResponse) VisitListDeletedActsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedActs429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListDeletedActs429JSONResponse) VisitListDeletedActsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedActs503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDeletedActs503JSONResponse) VisitListDeletedActsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedActsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ListDeletedActsdefaultJSONResponse) VisitListDeletedActsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedClientsRequestObject struct {
+	Params ListDeletedClientsParams
+}
+
+type ListDeletedClientsResponseObject interface {
+	VisitListDeletedClientsResponse(w http.ResponseWriter) error
+}
+
+type ListDeletedClients200JSONResponse DeletedClientList
+
+func (response ListDeletedClients200JSONResponse) VisitListDeletedClientsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedClients400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListDeletedClients400JSONResponse) VisitListDeletedClientsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedClients401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListDeletedClients401JSONResponse) VisitListDeletedClientsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedClients403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListDeletedClients403JSONResponse) VisitListDeletedClientsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedClients429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListDeletedClients429JSONResponse) VisitListDeletedClientsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedClients503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDeletedClients503JSONResponse) VisitListDeletedClientsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeletedClientsdefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response ListDeletedClientsdefaultJSONResponse) VisitListDeletedClientsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEventTypesRequestObject struct {
 }
 
@@ -7087,6 +7395,12 @@ type StrictServerInterface interface {
 	// GetLatestClientAct Get the client's most recent act
 	// (GET /api/1.0/clients/{id}/acts/latest)
 	GetLatestClientAct(ctx context.Context, request GetLatestClientActRequestObject) (GetLatestClientActResponseObject, error)
+	// ListDeletedActs List deleted acts
+	// (GET /api/1.0/deleted/acts)
+	ListDeletedActs(ctx context.Context, request ListDeletedActsRequestObject) (ListDeletedActsResponseObject, error)
+	// ListDeletedClients List deleted clients
+	// (GET /api/1.0/deleted/clients)
+	ListDeletedClients(ctx context.Context, request ListDeletedClientsRequestObject) (ListDeletedClientsResponseObject, error)
 	// ListEventTypes List the event types
 	// (GET /api/1.0/event-types)
 	ListEventTypes(ctx context.Context, request ListEventTypesRequestObject) (ListEventTypesResponseObject, error)
@@ -7772,6 +8086,56 @@ func (sh *strictHandler) GetLatestClientAct(ctx echo.Context, id ClientId) error
 		return err
 	} else if validResponse, ok := response.(GetLatestClientActResponseObject); ok {
 		return validResponse.VisitGetLatestClientActResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDeletedActs operation middleware
+func (sh *strictHandler) ListDeletedActs(ctx echo.Context, params ListDeletedActsParams) error {
+	var request ListDeletedActsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDeletedActs(ctx.Request().Context(), request.(ListDeletedActsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDeletedActs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDeletedActsResponseObject); ok {
+		return validResponse.VisitListDeletedActsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDeletedClients operation middleware
+func (sh *strictHandler) ListDeletedClients(ctx echo.Context, params ListDeletedClientsParams) error {
+	var request ListDeletedClientsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDeletedClients(ctx.Request().Context(), request.(ListDeletedClientsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDeletedClients")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDeletedClientsResponseObject); ok {
+		return validResponse.VisitListDeletedClientsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

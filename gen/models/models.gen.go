@@ -922,6 +922,45 @@ type DataPointWrite struct {
 	Value *string `json:"value,omitempty"`
 }
 
+// DeletedAct The tombstone of a deleted act.
+type DeletedAct struct {
+	// ClientId The client the act belonged to.
+	ClientId int64 `json:"client_id"`
+
+	// DeletedAt When the act was deleted (microseconds; a sync cursor, see `deleted_since`).
+	DeletedAt time.Time `json:"deleted_at"`
+
+	// Uuid The deleted act's UUID.
+	Uuid openapi_types.UUID `json:"uuid"`
+}
+
+// DeletedActList A page of deleted acts' tombstones.
+type DeletedActList struct {
+	// Data The tombstones on this page, oldest deletion first.
+	Data []DeletedAct `json:"data"`
+
+	// Meta Pagination metadata of a list response.
+	Meta PageMeta `json:"meta"`
+}
+
+// DeletedClient The tombstone of a deleted client.
+type DeletedClient struct {
+	// DeletedAt When the client was deleted (microseconds; a sync cursor, see `deleted_since`).
+	DeletedAt time.Time `json:"deleted_at"`
+
+	// Id The deleted client's id.
+	Id int64 `json:"id"`
+}
+
+// DeletedClientList A page of deleted clients' tombstones.
+type DeletedClientList struct {
+	// Data The tombstones on this page, oldest deletion first.
+	Data []DeletedClient `json:"data"`
+
+	// Meta Pagination metadata of a list response.
+	Meta PageMeta `json:"meta"`
+}
+
 // Delivery One event's delivery to one registration; the delivery log entry.
 type Delivery struct {
 	// Attempts Attempts made so far.
@@ -1696,6 +1735,9 @@ type ClientId = int64
 // CountryFilter defines model for CountryFilter.
 type CountryFilter = string
 
+// DeletedSince defines model for DeletedSince.
+type DeletedSince = time.Time
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -1792,7 +1834,8 @@ type ListActsParams struct {
 	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-	// to the end of the order, which shifts the pages after it by one row. The cost of
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
+	// lists; read their tombstones (`GET /deleted/clients`, `GET /deleted/acts`) the same way. The cost of
 	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -1888,7 +1931,8 @@ type ListClientsParams struct {
 	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-	// to the end of the order, which shifts the pages after it by one row. The cost of
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
+	// lists; read their tombstones (`GET /deleted/clients`, `GET /deleted/acts`) the same way. The cost of
 	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -1906,6 +1950,34 @@ type CreateClientParams struct {
 	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
 	// not stored: retrying it with the same key runs it again.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListDeletedActsParams defines parameters for ListDeletedActs.
+type ListDeletedActsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
+	// seen misses and repeats nothing.
+	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
+}
+
+// ListDeletedClientsParams defines parameters for ListDeletedClients.
+type ListDeletedClientsParams struct {
+	// Page Page number, from 1.
+	Page *Page `form:"page,omitempty" json:"page,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
+	// seen misses and repeats nothing.
+	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
 }
 
 // ListTemplatesParams defines parameters for ListTemplates.
@@ -1926,7 +1998,8 @@ type ListTemplatesParams struct {
 	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-	// to the end of the order, which shifts the pages after it by one row. The cost of
+	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
+	// lists; read their tombstones (`GET /deleted/clients`, `GET /deleted/acts`) the same way. The cost of
 	// a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and

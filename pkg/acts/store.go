@@ -18,6 +18,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/tombstones"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
@@ -503,8 +504,22 @@ func (s *Store) Delete(ctx context.Context, actUUID uuid.UUID) (err error) {
 			return apperr.E(apperr.Invalid, "only draft acts can be deleted").
 				WithField("status", fmt.Sprintf("act is %s; only draft acts can be deleted", a.Status))
 		}
+		// The tombstone takes the list's stamp, like an update (db.Stamp).
+		at, err := db.Stamp(tx, a.TenantID, StampList, s.now())
+		if err != nil {
+			return err
+		}
+		if err := tombstones.Record(ctx, tx, tombstones.Acts, a.UUID.String(), &a.ClientID, at); err != nil {
+			return err
+		}
 		return tenant.Scope(ctx, tx).Where("uuid = ?", a.UUID).Delete(&Act{}).Error
 	})
+}
+
+// Deleted returns a page of the tombstones of deleted acts, deleted
+// strictly after since (all when nil), oldest first.
+func (s *Store) Deleted(ctx context.Context, since *time.Time, p page.Request) ([]tombstones.Tombstone, int64, error) {
+	return tombstones.List(ctx, s.DB.DB, tombstones.Acts, since, p)
 }
 
 // LatestForClient returns the client's newest act by created_at. A missing

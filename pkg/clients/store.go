@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -18,6 +19,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/money"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/tombstones"
 )
 
 // Sequence is the db.NextIDs sequence of client ids (per tenant).
@@ -307,7 +309,13 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (_ *Client, err e
 	return c, nil
 }
 
-// Delete removes client id. It is refused (apperr.Invalid, errors.client)
+// Deleted returns a page of the tombstones of deleted clients, deleted
+// strictly after since (all when nil), oldest first.
+func (s *Store) Deleted(ctx context.Context, since *time.Time, p page.Request) ([]tombstones.Tombstone, int64, error) {
+	return tombstones.List(ctx, s.db.DB, tombstones.Clients, since, p)
+}
+
+// Delete removes client id and leaves its tombstone. It is refused (apperr.Invalid, errors.client)
 // while the client has acts: acts keep their client for the record.
 func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 	defer apperr.Wrap(&err, "clients.Delete(%d)", id)
@@ -326,6 +334,15 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 		}
 		if n > 0 {
 			return hasActs
+		}
+		// The tombstone takes the list's stamp, like an update, so that a
+		// sync sees deletions in commit order too.
+		at, err := db.Stamp(tx, tenant.ID(ctx), Sequence, tx.NowFunc())
+		if err != nil {
+			return err
+		}
+		if err := tombstones.Record(ctx, tx, tombstones.Clients, strconv.FormatInt(id, 10), nil, at); err != nil {
+			return err
 		}
 		return tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Client{}).Error
 	})

@@ -41,11 +41,13 @@ var roles = map[string]role{
 	"updateUser": {action: auth.Admin, doing: "change users"},
 	"deleteUser": {action: auth.Admin, doing: "deactivate users"},
 
-	"listClients":  {action: auth.Read},
-	"getClient":    {action: auth.Read},
-	"createClient": {action: auth.Write},
-	"updateClient": {action: auth.Write},
-	"deleteClient": {action: auth.Write},
+	"listClients":        {action: auth.Read},
+	"listDeletedClients": {action: auth.Read},
+	"listDeletedActs":    {action: auth.Read},
+	"getClient":          {action: auth.Read},
+	"createClient":       {action: auth.Write},
+	"updateClient":       {action: auth.Write},
+	"deleteClient":       {action: auth.Write},
 
 	"listTemplates":  {action: auth.Read},
 	"getTemplate":    {action: auth.Read},

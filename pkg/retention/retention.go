@@ -2,7 +2,8 @@
 // older than the retention period (FINSVC_EVENT_RETENTION): finished
 // webhook deliveries, then events left without deliveries, and expired
 // fetch requests with their field rows; and, on their own clock, expired
-// Idempotency-Key results (kept for idempotency.TTL). Pending deliveries
+// Idempotency-Key results (kept for idempotency.TTL) and tombstones (kept
+// for tombstones.Retention). Pending deliveries
 // are never purged, and act history (business data) never is.
 package retention
 
@@ -15,6 +16,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/idempotency"
 	"github.com/finsvc/finsvc/pkg/janitor"
+	"github.com/finsvc/finsvc/pkg/tombstones"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
@@ -43,12 +45,12 @@ const (
 
 // Stats counts what one run deleted.
 type Stats struct {
-	Deliveries, Events, FetchRequests, IdempotencyKeys int64
+	Deliveries, Events, FetchRequests, IdempotencyKeys, Tombstones int64
 }
 
 // Total is the number of rows deleted.
 func (s Stats) Total() int64 {
-	return s.Deliveries + s.Events + s.FetchRequests + s.IdempotencyKeys
+	return s.Deliveries + s.Events + s.FetchRequests + s.IdempotencyKeys + s.Tombstones
 }
 
 // Purger deletes, in batches, rows older than Retention. Every replica may
@@ -98,6 +100,11 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 		{&st.IdempotencyKeys, func(ctx context.Context, d *db.DB, _ time.Time, n int) (int64, error) {
 			return idempotency.Purge(ctx, d, p.Now(), n)
 		}, ""},
+		// Tombstones too (tombstones.Retention): a sync needs them for
+		// longer than the delivery log.
+		{&st.Tombstones, func(ctx context.Context, d *db.DB, _ time.Time, n int) (int64, error) {
+			return tombstones.Purge(ctx, d, p.Now().Add(-tombstones.Retention), n)
+		}, ""},
 	}
 	for _, s := range steps {
 		for range MaxBatchesPerRun {
@@ -122,7 +129,7 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 	if st.Total() > 0 {
 		p.log.Info("retention: purged", "older_than", before.UTC().Format(time.RFC3339),
 			"deliveries", st.Deliveries, "events", st.Events, "fetch_requests", st.FetchRequests,
-			"idempotency_keys", st.IdempotencyKeys)
+			"idempotency_keys", st.IdempotencyKeys, "tombstones", st.Tombstones)
 	}
 	return st, nil
 }

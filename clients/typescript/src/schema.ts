@@ -460,6 +460,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/1.0/deleted/clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deleted clients
+         * @description The tombstones of deleted clients, oldest deletion first (by `deleted_at`, then id), for an incremental sync:
+         *     a deleted client leaves the clients list, including its `updated_since` changes, and appears here instead.
+         *     Tombstones outlive the row for 90 days, then they are purged: an integration that has not synced for longer
+         *     than that must copy the list again. Page them like `updated_since` (see that parameter): `page=1`, then
+         *     `deleted_since` set to the last tombstone's `deleted_at`. A deleted row never comes back (ids are not reused).
+         */
+        get: operations["listDeletedClients"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1.0/deleted/acts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deleted acts
+         * @description The tombstones of deleted acts, oldest deletion first (by `deleted_at`, then uuid), for an incremental sync:
+         *     a deleted act leaves the acts list, including its `updated_since` changes, and appears here instead.
+         *     Tombstones outlive the row for 90 days, then they are purged: an integration that has not synced for longer
+         *     than that must copy the list again. Page them like `updated_since` (see that parameter): `page=1`, then
+         *     `deleted_since` set to the last tombstone's `deleted_at`. A deleted row never comes back (ids are not reused).
+         */
+        get: operations["listDeletedActs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/1.0/webhooks": {
         parameters: {
             query?: never;
@@ -974,6 +1022,49 @@ export interface components {
             country?: string;
             /** @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through. */
             credit_limit?: number;
+        };
+        /** @description The tombstone of a deleted client. */
+        DeletedClient: {
+            /**
+             * Format: int64
+             * @description The deleted client's id.
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the client was deleted (microseconds; a sync cursor, see `deleted_since`).
+             */
+            deleted_at: string;
+        };
+        /** @description A page of deleted clients' tombstones. */
+        DeletedClientList: {
+            /** @description The tombstones on this page, oldest deletion first. */
+            data: components["schemas"]["DeletedClient"][];
+            meta: components["schemas"]["PageMeta"];
+        };
+        /** @description The tombstone of a deleted act. */
+        DeletedAct: {
+            /**
+             * Format: uuid
+             * @description The deleted act's UUID.
+             */
+            uuid: string;
+            /**
+             * Format: int64
+             * @description The client the act belonged to.
+             */
+            client_id: number;
+            /**
+             * Format: date-time
+             * @description When the act was deleted (microseconds; a sync cursor, see `deleted_since`).
+             */
+            deleted_at: string;
+        };
+        /** @description A page of deleted acts' tombstones. */
+        DeletedActList: {
+            /** @description The tombstones on this page, oldest deletion first. */
+            data: components["schemas"]["DeletedAct"][];
+            meta: components["schemas"]["PageMeta"];
         };
         /** @description A page of clients. */
         ClientList: {
@@ -2133,7 +2224,8 @@ export interface components {
          *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
          *
          *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-         *     to the end of the order, which shifts the pages after it by one row. The cost of
+         *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
+         *     lists; read their tombstones (`GET /deleted/clients`, `GET /deleted/acts`) the same way. The cost of
          *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
          *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
          *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -2142,6 +2234,13 @@ export interface components {
          * @example 2026-01-05T09:30:00.123456Z
          */
         UpdatedSince: string;
+        /**
+         * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
+         *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
+         *     seen misses and repeats nothing.
+         * @example 2026-01-05T09:30:00.123456Z
+         */
+        DeletedSince: string;
         /** @description Only acts created from this template version (the `template_id` of the act). */
         TemplateIdFilter: number;
         /** @description The user id. */
@@ -2464,7 +2563,8 @@ export interface operations {
                  *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-                 *     to the end of the order, which shifts the pages after it by one row. The cost of
+                 *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
+                 *     lists; read their tombstones (`GET /deleted/clients`, `GET /deleted/acts`) the same way. The cost of
                  *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -2740,7 +2840,8 @@ export interface operations {
                  *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-                 *     to the end of the order, which shifts the pages after it by one row. The cost of
+                 *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
+                 *     lists; read their tombstones (`GET /deleted/clients`, `GET /deleted/acts`) the same way. The cost of
                  *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -2932,7 +3033,8 @@ export interface operations {
                  *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
-                 *     to the end of the order, which shifts the pages after it by one row. The cost of
+                 *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
+                 *     lists; read their tombstones (`GET /deleted/clients`, `GET /deleted/acts`) the same way. The cost of
                  *     a request grows with the number of rows changed since `updated_since` (it counts them for `meta.total`),
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
@@ -3467,6 +3569,121 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listDeletedClients: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
+                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
+                 *     seen misses and repeats nothing.
+                 * @example 2026-01-05T09:30:00.123456Z
+                 */
+                deleted_since?: components["parameters"]["DeletedSince"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tombstones. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": 7,
+                     *           "deleted_at": "2026-01-05T09:30:00.123456Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "per_page": 25,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeletedClientList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listDeletedActs: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
+                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
+                 *     seen misses and repeats nothing.
+                 * @example 2026-01-05T09:30:00.123456Z
+                 */
+                deleted_since?: components["parameters"]["DeletedSince"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tombstones. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "uuid": "0b8f5e2a-3c1d-4e6f-9a7b-2c4d6e8f0a1b",
+                     *           "client_id": 1,
+                     *           "deleted_at": "2026-01-05T09:30:00.123456Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "per_page": 25,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeletedActList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
