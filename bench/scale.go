@@ -134,6 +134,18 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			{"acts?status=final deep (row 90%)", fmt.Sprintf("/api/1.0/acts?status=final&limit=25&page=%d", max(1, acts/4/25*9/10)), e.Token},
 			{"acts?client_id=… (a client with acts)", fmt.Sprintf("/api/1.0/acts?client_id=%d", 1+7919%size), e.Token},
 			{"acts/{uuid} (10 data points)", "/api/1.0/acts/" + actUUID, e.Token},
+			// The filters and incremental sync of issue 16.2: a stored total
+			// (country, org_number, template_id) or one counted over the
+			// filter's index, bounded by its matches (q: 1,111 names at any
+			// size from 10k; updated_since: the last 1,000 seeded changes
+			// plus the API's own).
+			{"clients?country=NO page 1", "/api/1.0/clients?country=NO&limit=25", e.Token},
+			{"clients?country=NO deep (row 90%)", fmt.Sprintf("/api/1.0/clients?country=NO&limit=25&page=%d", max(1, size/4/25*9/10)), e.Token},
+			{"clients?org_number=…", fmt.Sprintf("/api/1.0/clients?org_number=556%d", size/2), e.Token},
+			{"clients?q=client 1234", "/api/1.0/clients?q=client%201234&limit=25", e.Token},
+			{"clients?updated_since=(last 1,000) limit 100", "/api/1.0/clients?limit=100&updated_since=" + sinceSeeded(size-1000), e.Token},
+			{"acts?template_id=1 page 1", "/api/1.0/acts?template_id=1&limit=25", e.Token},
+			{"acts?updated_since=(last 1,000) limit 100", "/api/1.0/acts?limit=100&updated_since=" + sinceSeeded(acts-1000), e.Token},
 			{"small tenant: clients page 1", "/api/1.0/clients?page=1&limit=25", smallToken},
 		}
 		for i, r := range reqs {
@@ -200,6 +212,12 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 // UUID (the API's path parameters are validated as such).
 const actUUID = `(substr(md5('act' || g), 1, 12) || '4' || substr(md5('act' || g), 14, 3) || '8' || substr(md5('act' || g), 18, 15))::uuid`
 
+// sinceSeeded is updated_since for the seeded rows after the n-th (their
+// updated_at is one second apart from 2026-01-01).
+func sinceSeeded(n int) string {
+	return time.Date(2026, 1, 1, 0, 0, max(0, n), 0, time.UTC).Format(time.RFC3339)
+}
+
 func seedScale(d *gorm.DB, tid int64, have, want int) error {
 	// Acts the API created since the last growth (the bulk PUT and fetch
 	// request targets) took creation numbers and data point ids: the
@@ -223,12 +241,16 @@ func seedScale(d *gorm.DB, tid int64, have, want int) error {
 		sql  string
 		args []any
 	}{
-		{`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit)
-		 SELECT ?, g, 'Client ' || g, '556' || g, 'SE', 1000 FROM generate_series(?::bigint + 1, ?::bigint) g`,
+		// Four countries and one change a second (updated_at) give the
+		// filters and updated_since something to select.
+		{`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit, updated_at)
+		 SELECT ?, g, 'Client ' || g, '556' || g, (ARRAY['SE','NO','DK','FI'])[1 + g % 4], 1000,
+		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(?::bigint + 1, ?::bigint) g`,
 			[]any{tid, have, want}},
-		{`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, seq)
+		{`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, updated_at, seq)
 		 SELECT ?, ` + actUUID + `, 1 + (g * 7919) % ?::bigint, 1, 'Act ' || g,
-		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g + ?::bigint
+		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second',
+		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g + ?::bigint
 		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g`,
 			[]any{tid, want, off, have, want}},
 		// The acts' creation numbers continue after the seeded ones.
