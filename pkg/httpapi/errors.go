@@ -132,8 +132,8 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 }
 
 // browserError is the page a browser sees for an error outside the API.
-func browserError(c echo.Context, status int, err error) web.ErrorData {
-	d := web.ErrorData{Title: http.StatusText(status), Message: Body(err).Message}
+func browserError(c echo.Context, status int, err error) web.Layout {
+	d := web.Layout{Title: http.StatusText(status), Message: Body(err).Message}
 	if t, ok := tenant.FromContext(c.Request().Context()); ok {
 		d.Tenant = t.Slug
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/ratelimit"
 	"github.com/finsvc/finsvc/pkg/textinput"
 	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/web"
 )
 
 // authorizeParams are the authorization request parameters the consent
@@ -91,8 +92,11 @@ func (s *Service) handleAuthorize(c echo.Context) error {
 		name = cl.Name
 	}
 	return s.render(c, http.StatusOK, "consent", &page{
-		Title: "Authorize " + name, User: u, AppName: name, Scopes: describeScopes(scopes), Params: params,
-		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "consent", boundParams(form)),
+		Layout:  web.Layout{Title: "Authorize " + name, User: u},
+		AppName: name,
+		Scopes:  describeScopes(scopes),
+		Params:  params,
+		CSRF:    s.csrfToken(ctx, s.csrfSeed(c), "consent", boundParams(form)),
 	})
 }
 
@@ -244,7 +248,7 @@ func (s *Service) authorizeError(c echo.Context, ar fosite.AuthorizeRequester, e
 		case rfc.ErrorField == "invalid_request" && strings.Contains(strings.ToLower(details), "redirect"):
 			msg = "The app asked to return to an address it has not registered."
 		}
-		return s.render(c, http.StatusBadRequest, "error", &page{Title: "Cannot authorize this app", Message: msg, Details: details})
+		return s.render(c, http.StatusBadRequest, "error", &page{Layout: web.Layout{Title: "Cannot authorize this app", Message: msg, Details: details}})
 	}
 	code := rfc.ErrorField
 	if code == "server_error" {

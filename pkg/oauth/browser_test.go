@@ -23,7 +23,7 @@ import (
 // then golang.org/x/oauth2 exchanges the code (PKCE S256, Basic auth) and
 // calls /api/1.0/me with the access token.
 func TestBrowserEndToEnd(t *testing.T) {
-	exe := browsertest.Chromium(t)
+	browsertest.Chromium(t) // skips without Chromium before the server starts
 	s := newServer(t, serverOpt{})
 	te := s.Tenant("acme")
 	email := "admin@acme.example.com"
@@ -44,7 +44,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 		default:
 		}
 		w.Header().Set("Content-Type", "text/html")
-		_, _ = w.Write([]byte("<!doctype html><title>done</title><p id=done>Signed in.</p>"))
+		_, _ = w.Write([]byte("<!doctype html><title>done</title><link rel=icon href=\"data:,\"><p id=done>Signed in.</p>"))
 	}))
 	defer cb.Close()
 	redirect := cb.URL + "/callback"
@@ -69,21 +69,9 @@ func TestBrowserEndToEnd(t *testing.T) {
 	state := "browser-state-" + randHex(8)
 	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier))
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("host-resolver-rules", "MAP *.localhost 127.0.0.1"),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	// The shared browser also fails the test on console errors and failed
+	// loads of the sign-in and consent pages.
+	bctx := browsertest.New(t, browsertest.Options{Timeout: 90 * time.Second}).Ctx
 
 	err = chromedp.Do(bctx,
 		chromedp.Navigate(authURL),

@@ -94,16 +94,10 @@ func (s *Service) logUnavailable(r *http.Request, err error) {
 	s.log.ErrorContext(r.Context(), "oauth: database unavailable", "path", r.URL.Path, "error", err)
 }
 
-// page is the data of every page (the layout's fields first, pkg/web).
+// page is the data of every page: the layout's (pkg/web) and its own.
 type page struct {
-	Title      string
-	Tenant     string
-	User       *users.User
-	LogoutCSRF string
-	Nav        string
-	Message    string
-	Details    string
-	CSRF       string
+	web.Layout
+	CSRF string
 
 	// login
 	Next, Email string
@@ -143,7 +137,7 @@ func (s *Service) handleRoot(c echo.Context) error {
 }
 
 func (s *Service) errorPage(c echo.Context, status int, title, msg string) error {
-	return s.render(c, status, "error", &page{Title: title, Message: msg})
+	return s.render(c, status, "error", &page{Layout: web.Layout{Title: title, Message: msg}})
 }
 
 // safeNext keeps post-login redirects on this host: a local absolute path.
@@ -172,8 +166,11 @@ func (s *Service) handleLoginPage(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	ctx := c.Request().Context()
-	return s.render(c, http.StatusOK, "login", &page{Title: "Sign in", Next: next,
-		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+	return s.render(c, http.StatusOK, "login", &page{
+		Layout: web.Layout{Title: "Sign in"},
+		Next:   next,
+		CSRF:   s.csrfToken(ctx, s.csrfSeed(c), "login", ""),
+	})
 }
 
 func (s *Service) handleLogin(c echo.Context) error {
@@ -188,8 +185,12 @@ func (s *Service) handleLogin(c echo.Context) error {
 		if !textinput.Valid(email) {
 			email = ""
 		}
-		return s.render(c, http.StatusBadRequest, "login", &page{Title: "Sign in", Next: next, Email: email,
-			Message: fieldLabel(bad[0]) + " " + textinput.Message + ".", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+		return s.render(c, http.StatusBadRequest, "login", &page{
+			Layout: web.Layout{Title: "Sign in", Message: fieldLabel(bad[0]) + " " + textinput.Message + "."},
+			Next:   next,
+			Email:  email,
+			CSRF:   s.csrfToken(ctx, s.csrfSeed(c), "login", ""),
+		})
 	}
 	done, wait, ok := s.logins.begin(tenant.ID(ctx), email, clientaddr.From(c.Request(), s.cfg.TrustProxy))
 	if !ok {
@@ -197,8 +198,12 @@ func (s *Service) handleLogin(c echo.Context) error {
 		// request id are on the access log line.
 		s.log.Warn("login throttled", "tenant", tenant.ID(ctx), "retry_after", wait.Round(time.Second))
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		return s.render(c, http.StatusTooManyRequests, "login", &page{Title: "Sign in", Next: next, Email: email,
-			Message: "Too many sign-in attempts. Try again later.", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+		return s.render(c, http.StatusTooManyRequests, "login", &page{
+			Layout: web.Layout{Title: "Sign in", Message: "Too many sign-in attempts. Try again later."},
+			Next:   next,
+			Email:  email,
+			CSRF:   s.csrfToken(ctx, s.csrfSeed(c), "login", ""),
+		})
 	}
 	// The slot is given back even if the check panics.
 	failed, succeeded := false, false
@@ -206,8 +211,12 @@ func (s *Service) handleLogin(c echo.Context) error {
 	u, err := s.users.Authenticate(ctx, email, c.FormValue("password"))
 	failed, succeeded = apperr.Is(err, apperr.Unauthenticated), err == nil
 	if apperr.Is(err, apperr.Unauthenticated) {
-		return s.render(c, http.StatusUnauthorized, "login", &page{Title: "Sign in", Next: next, Email: email,
-			Message: "Invalid email or password.", CSRF: s.csrfToken(ctx, s.csrfSeed(c), "login", "")})
+		return s.render(c, http.StatusUnauthorized, "login", &page{
+			Layout: web.Layout{Title: "Sign in", Message: "Invalid email or password."},
+			Next:   next,
+			Email:  email,
+			CSRF:   s.csrfToken(ctx, s.csrfSeed(c), "login", ""),
+		})
 	}
 	if err != nil {
 		return err
@@ -257,8 +266,13 @@ func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string
 	if err != nil {
 		return err
 	}
-	return s.render(c, status, "apps", &page{Title: "Developer apps", Nav: "developer", User: u, Apps: apps, AllScopes: describeScopes(auth.AllScopes),
-		Message: msg, Created: created, CSRF: s.csrfToken(ctx, s.csrfSeed(c), "developer", "")})
+	return s.render(c, status, "apps", &page{
+		Layout:    web.Layout{Title: "Developer apps", Nav: "developer", User: u, Message: msg},
+		Apps:      apps,
+		AllScopes: describeScopes(auth.AllScopes),
+		Created:   created,
+		CSRF:      s.csrfToken(ctx, s.csrfSeed(c), "developer", ""),
+	})
 }
 
 func (s *Service) handleApps(c echo.Context) error {
@@ -366,8 +380,11 @@ func (s *Service) handleAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, http.StatusOK, "account", &page{Title: "Authorized apps", Nav: "account", User: u, Authorized: apps,
-		CSRF: s.csrfToken(ctx, s.csrfSeed(c), "account", "")})
+	return s.render(c, http.StatusOK, "account", &page{
+		Layout:     web.Layout{Title: "Authorized apps", Nav: "account", User: u},
+		Authorized: apps,
+		CSRF:       s.csrfToken(ctx, s.csrfSeed(c), "account", ""),
+	})
 }
 
 func (s *Service) handleRevokeApp(c echo.Context) error {

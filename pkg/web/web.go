@@ -5,8 +5,7 @@
 //
 // A page template is parsed together with the layout (Parse) and uses
 // {{template "head" .}} … {{template "foot"}}. The data of every page has
-// the fields the layout reads: Title, Tenant, User (*users.User, nil when
-// signed out), LogoutCSRF, Nav and Message.
+// the fields the layout reads, by embedding Layout.
 package web
 
 import (
@@ -111,11 +110,17 @@ func WantsHTML(r *http.Request) bool {
 	return false
 }
 
-// ErrorData is the data of the "error" page.
-type ErrorData struct {
-	Title, Tenant, Message, Details string
-	User                            *users.User
-	LogoutCSRF, Nav                 string
+// Layout is what the layout reads from every page's data: page packages
+// embed it in their own data types, so that the layout's fields have one
+// definition. It is also the whole data of the "error" page.
+type Layout struct {
+	Title      string
+	Tenant     string
+	User       *users.User // nil when signed out
+	LogoutCSRF string
+	Nav        string // the navigation key of the current page
+	Message    string // an error banner
+	Details    string
 }
 
 var layout = func() *template.Template {
@@ -128,7 +133,7 @@ var layout = func() *template.Template {
 
 // WriteError writes the error page with status to w (for handlers outside
 // a page package, such as httpapi's error handler).
-func WriteError(w http.ResponseWriter, status int, d ErrorData) error {
+func WriteError(w http.ResponseWriter, status int, d Layout) error {
 	var buf bytes.Buffer
 	if err := layout.ExecuteTemplate(&buf, "error", d); err != nil {
 		return fmt.Errorf("web: render error page: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/web"
 )
 
 // historyShown bounds the history entries on the page (the API pages
@@ -46,11 +47,11 @@ func (cs *Console) actsLookup(r *req) error {
 	if q := strings.TrimSpace(r.QueryParam("uuid")); q != "" {
 		id, err := uuid.Parse(q)
 		if err != nil {
-			return cs.show(r, "acts", &view{Title: "Acts", Nav: "acts", Message: "uuid: not an act UUID (like 0b7d…-…)"})
+			return cs.show(r, "acts", &view{Layout: web.Layout{Title: "Acts", Nav: "acts", Message: "uuid: not an act UUID (like 0b7d…-…)"}})
 		}
 		return r.Redirect(http.StatusSeeOther, "/console/acts/"+id.String())
 	}
-	return cs.show(r, "acts", &view{Title: "Acts", Nav: "acts"})
+	return cs.show(r, "acts", &view{Layout: web.Layout{Title: "Acts", Nav: "acts"}})
 }
 
 // act shows an act's fetch requests: each field's latest state, each
@@ -103,5 +104,5 @@ func (cs *Console) act(r *req) error {
 		}
 		p.Requests = append(p.Requests, requestView{FetchView: v, Names: p.Names})
 	}
-	return cs.show(r, "act", &view{Title: "Act " + id.String(), Nav: "acts", Page: p})
+	return cs.show(r, "act", &view{Layout: web.Layout{Title: "Act " + id.String(), Nav: "acts"}, Page: p})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/web"
 )
 
 type usersPage struct {
@@ -32,7 +33,7 @@ func (cs *Console) usersView(r *req, msg string, p *usersPage) error {
 		return err
 	}
 	p.Users, p.Pager, p.Roles = list, newPager(pg, total), roleChoices
-	return cs.show(r, "users", &view{Title: "Users", Nav: "users", Message: msg, Page: p})
+	return cs.show(r, "users", &view{Layout: web.Layout{Title: "Users", Nav: "users", Message: msg}, Page: p})
 }
 
 // usersRefused shows a refusal of pkg/users (bad input, the last-admin

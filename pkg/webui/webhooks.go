@@ -8,6 +8,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/web"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
 )
@@ -52,7 +53,7 @@ func (cs *Console) webhooks(r *req) error {
 	for _, w := range ws {
 		p.Rows = append(p.Rows, row(w))
 	}
-	return cs.show(r, "webhooks", &view{Title: "Webhooks", Nav: "webhooks", Page: p})
+	return cs.show(r, "webhooks", &view{Layout: web.Layout{Title: "Webhooks", Nav: "webhooks"}, Page: p})
 }
 
 // webhook is one registration and its delivery log, newest first.
@@ -77,7 +78,7 @@ func (cs *Console) webhookView(r *req, msg string) error {
 	}
 	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total),
 		CanWrite: r.permit("updateWebhook"), CanDelete: r.permit("deleteWebhook"), Now: time.Now()}
-	return cs.show(r, "webhook", &view{Title: fmt.Sprintf("Webhook %d", id), Nav: "webhooks", Message: msg, Page: p})
+	return cs.show(r, "webhook", &view{Layout: web.Layout{Title: fmt.Sprintf("Webhook %d", id), Nav: "webhooks", Message: msg}, Page: p})
 }
 
 // refused shows a refusal the user can act on (400: inactive, in flight,

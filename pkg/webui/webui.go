@@ -163,22 +163,16 @@ func (cs *Console) fail(c echo.Context, u *users.User, err error) error {
 }
 
 func (cs *Console) errorPage(c echo.Context, u *users.User, status int, title, msg string) error {
-	return cs.render(c, status, "error", &view{Title: title, User: u, Message: msg})
+	return cs.render(c, status, "error", &view{Layout: web.Layout{Title: title, User: u, Message: msg}})
 }
 
 // view is the layout's data (pkg/web) plus each page's own.
 type view struct {
-	Title      string
-	Tenant     string
-	User       *users.User
-	LogoutCSRF string
-	Nav        string
-	Message    string
-	Details    string
-	Notice     string
-	CSRF       string
-	Secret     string
-	Page       any
+	web.Layout
+	Notice string
+	CSRF   string
+	Secret string
+	Page   any
 }
 
 func (cs *Console) render(c echo.Context, status int, name string, v *view) error {
