@@ -268,6 +268,49 @@ func TestListPagination(t *testing.T) {
 	})
 }
 
+// A deep page of one country's clients (found through the country's
+// blocks, migration 00098) holds what OFFSET over the filtered list holds,
+// after clients move between countries through the store and are deleted;
+// the first pages too, and past the end is empty.
+func TestListByCountryDeepPages(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, _ := testdb.NewTenant(t, d, "acme")
+		other, _ := testdb.NewTenant(t, d, "other")
+		seed(t, d, ctx, 6000)
+		seed(t, d, other, 1500)
+		s := clients.NewStore(d)
+		if err := tenant.Scope(ctx, d.DB.Table("clients")).Where("id % 3 = 0").Update("country", "SE").Error; err != nil {
+			t.Fatal(err)
+		}
+		se, no := "SE", "NO"
+		for _, id := range []int64{10, 2500, 5000} {
+			if _, err := s.Update(ctx, id, clients.Patch{Country: &se}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tenant.Scope(ctx, d.DB.Table("clients")).Where("id % 13 = 0 OR (id > 3000 AND id <= 3200)").Delete(nil).Error; err != nil {
+			t.Fatal(err)
+		}
+		var want int64
+		tenant.Scope(ctx, d.DB.Table("clients")).Where("country = ?", no).Count(&want)
+		last := int(want+99) / 100
+		for _, p := range []int{1, 20, 21, 30, last - 1, last, last + 1} {
+			list, total, err := s.List(ctx, clients.Filter{Country: &no}, page.Request{Page: p, Limit: 100})
+			if err != nil || total != want {
+				t.Fatalf("page %d: total %d (want %d), %v", p, total, want, err)
+			}
+			var got, offset []int64
+			for _, c := range list {
+				got = append(got, c.ID)
+			}
+			tenant.Scope(ctx, d.DB.Table("clients")).Where("country = ?", no).Order("id").Offset((p-1)*100).Limit(100).Pluck("id", &offset)
+			if fmt.Sprint(got) != fmt.Sprint(offset) || (p <= last && len(got) == 0) {
+				t.Fatalf("page %d: %v, OFFSET gives %v", p, got, offset)
+			}
+		}
+	})
+}
+
 // TestListQueryCount pins the list's shape: one COUNT plus one page query,
 // whatever the page size, and only the COUNT past the end.
 func TestListQueryCount(t *testing.T) {

@@ -118,6 +118,15 @@ func ActBlocks(status *string) string {
 	return "acts"
 }
 
+// ClientBlocks is the list_blocks kind of the clients list, whole or of
+// one country (migration 00098): blocks of 1024 of the clients' ids.
+func ClientBlocks(country *string) string {
+	if country != nil {
+		return "clients:country:" + *country
+	}
+	return "clients"
+}
+
 // SeekNewest is Seek for a list ordered by its key descending (acts, newest
 // first, by seq): the page is "key < below ORDER BY key DESC OFFSET skip"
 // (below is 0, meaning no bound, for shallow pages). total is the list's
@@ -198,6 +207,7 @@ UNION ALL SELECT tenant_id, 'webhooks', 'u:' || created_by_user_id, count(*) FRO
 UNION ALL SELECT tenant_id, 'deliveries', 'w:' || webhook_id, count(*) FROM delivery_log GROUP BY tenant_id, webhook_id`
 
 const truthBlocks = `SELECT tenant_id, 'clients' AS kind, id >> 10 AS block, count(*) AS n FROM clients GROUP BY tenant_id, id >> 10
+UNION ALL SELECT tenant_id, 'clients:country:' || country, id >> 10, count(*) FROM clients GROUP BY tenant_id, country, id >> 10
 UNION ALL SELECT tenant_id, 'templates', id >> 10, count(*) FROM templates GROUP BY tenant_id, id >> 10
 UNION ALL SELECT tenant_id, 'users', id >> 10, count(*) FROM users GROUP BY tenant_id, id >> 10
 UNION ALL SELECT tenant_id, 'acts', seq >> 10, count(*) FROM acts GROUP BY tenant_id, seq >> 10

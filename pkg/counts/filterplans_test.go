@@ -87,6 +87,9 @@ func TestFilterPlansUseIndexes(t *testing.T) {
 	}{
 		{"country", clients.Filter{Country: sp("NO")}, page.Request{Page: 1, Limit: 25}, 50000, "list_counts_pkey"},
 		{"country, deep", clients.Filter{Country: sp("NO")}, page.Request{Page: 1900, Limit: 25}, 50000, "clients_country_idx"},
+		// The deep page seeks through the country's blocks (migration
+		// 00098): only the walk reads list_blocks.
+		{"country, deep, seek", clients.Filter{Country: sp("NO")}, page.Request{Page: 1900, Limit: 25}, 50000, "list_blocks"},
 		{"org_number", clients.Filter{OrgNumber: sp("55612345")}, page.Request{Page: 1, Limit: 25}, 1, "clients_org_number_idx"},
 		{"org_number and country", clients.Filter{OrgNumber: sp("55612345"), Country: sp("NO")}, page.Request{Page: 1, Limit: 25}, 1, "clients_org_number_idx"},
 		{"q", clients.Filter{NamePrefix: sp("client 1234")}, page.Request{Page: 1, Limit: 25}, 111, "clients_name_key_idx"},
