@@ -350,16 +350,24 @@ func (s *Store) List(ctx context.Context, f Filter, pg page.Request) (_ []Act, t
 	// acts are few and skip directly. Either way the page's keys come from
 	// an index-only scan and only its rows are read from the table (a
 	// deferred join).
-	// A template's acts page by OFFSET over acts_template_seq_idx, index
-	// entries only.
+	// A template's acts filtered by nothing else seek the same way through
+	// their own blocks (migration 00101); with a status too they page by
+	// OFFSET over acts_template_seq_idx, index entries only.
 	skip := int64(pg.Offset())
 	if f.UpdatedSince != nil {
 		keys = keys.Select("uuid").Order("updated_at, seq").Offset(int(skip)).Limit(pg.Limit)
 		err := tenant.Scope(ctx, s.DB.DB).Where("uuid IN (?)", keys).Order("updated_at, seq").Find(&out).Error
 		return out, total, err
 	}
-	if f.ClientID == nil && f.TemplateID == nil {
-		below, rest, ok, err := counts.SeekNewest(ctx, s.DB.DB, counts.ActBlocks(status), skip, total)
+	kind := ""
+	switch {
+	case f.ClientID == nil && f.TemplateID == nil:
+		kind = counts.ActBlocks(status)
+	case f.TemplateID != nil && f.ClientID == nil && f.Status == nil:
+		kind = counts.TemplateActBlocks(*f.TemplateID)
+	}
+	if kind != "" {
+		below, rest, ok, err := counts.SeekNewest(ctx, s.DB.DB, kind, skip, total)
 		if err != nil {
 			return nil, 0, err
 		}

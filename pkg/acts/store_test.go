@@ -136,3 +136,56 @@ func TestListAndGetQueryCount(t *testing.T) {
 		}
 	})
 }
+
+// A deep page of one template's acts (found through the template's blocks,
+// migration 00101) holds what OFFSET over that template's acts, newest
+// first, holds, with two templates interleaved and holes; the first pages
+// too, and past the end is empty.
+func TestListByTemplateDeepPages(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, ten := testdb.NewTenant(t, d, "acme")
+		c := actstest.Client(t, d, ctx, "Acme AB")
+		t1 := actstest.Template(t, d, ctx, "T")
+		t2 := actstest.Template(t, d, ctx, "U")
+		for from := 0; from < 6000; from += 500 {
+			sql := "INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, seq) VALUES "
+			var args []any
+			for i := from; i < from+500; i++ {
+				if i > from {
+					sql += ", "
+				}
+				tpl := t1.ID
+				if i%4 == 0 {
+					tpl = t2.ID
+				}
+				sql += "(?, ?, ?, ?, ?, 'draft', ?)"
+				args = append(args, ten.ID, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), c.ID, tpl, fmt.Sprintf("a%d", i), i+1)
+			}
+			if err := d.Exec(sql, args...).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Exec("DELETE FROM acts WHERE seq % 13 = 0 OR (seq > 3000 AND seq <= 3300)").Error; err != nil {
+			t.Fatal(err)
+		}
+		s := acts.NewStore(d, nil)
+		q := func() *gorm.DB { return d.DB.Table("acts").Where("tenant_id = ? AND template_id = ?", ten.ID, t1.ID) }
+		var want int64
+		q().Count(&want)
+		last := int(want+99) / 100
+		for _, p := range []int{1, 20, 21, 30, last - 1, last, last + 1} {
+			list, total, err := s.List(ctx, acts.Filter{TemplateID: &t1.ID}, page.Request{Page: p, Limit: 100})
+			if err != nil || total != want {
+				t.Fatalf("page %d: total %d (want %d), %v", p, total, want, err)
+			}
+			var got, offset []string
+			for _, a := range list {
+				got = append(got, a.Title)
+			}
+			q().Order("seq DESC").Offset((p-1)*100).Limit(100).Pluck("title", &offset)
+			if fmt.Sprint(got) != fmt.Sprint(offset) || (p <= last && len(got) == 0) {
+				t.Fatalf("page %d: %v, OFFSET gives %v", p, got, offset)
+			}
+		}
+	})
+}

@@ -118,6 +118,12 @@ func ActBlocks(status *string) string {
 	return "acts"
 }
 
+// TemplateActBlocks is the list_blocks kind of one template's acts
+// (migration 00101): blocks of 1024 of their seq numbers.
+func TemplateActBlocks(templateID int64) string {
+	return "acts:t:" + strconv.FormatInt(templateID, 10)
+}
+
 // ClientBlocks is the list_blocks kind of the clients list, whole or of
 // one country (migration 00098): blocks of 1024 of the clients' ids.
 func ClientBlocks(country *string) string {
@@ -211,7 +217,8 @@ UNION ALL SELECT tenant_id, 'clients:country:' || country, id >> 10, count(*) FR
 UNION ALL SELECT tenant_id, 'templates', id >> 10, count(*) FROM templates GROUP BY tenant_id, id >> 10
 UNION ALL SELECT tenant_id, 'users', id >> 10, count(*) FROM users GROUP BY tenant_id, id >> 10
 UNION ALL SELECT tenant_id, 'acts', seq >> 10, count(*) FROM acts GROUP BY tenant_id, seq >> 10
-UNION ALL SELECT tenant_id, 'acts:s:' || status, seq >> 10, count(*) FROM acts GROUP BY tenant_id, status, seq >> 10`
+UNION ALL SELECT tenant_id, 'acts:s:' || status, seq >> 10, count(*) FROM acts GROUP BY tenant_id, status, seq >> 10
+UNION ALL SELECT tenant_id, 'acts:t:' || template_id, seq >> 10, count(*) FROM acts GROUP BY tenant_id, template_id, seq >> 10`
 
 // counted are the tables the triggers count (a registration's delivery log
 // is both deliveries and delivery_history).

@@ -105,7 +105,7 @@ func TestFilterPlansUseIndexes(t *testing.T) {
 	}
 
 	as := acts.NewStore(rd, nil)
-	rare, client := int64(2), int64(101)
+	common, rare, client := int64(1), int64(2), int64(101)
 	final := acts.StatusFinal
 	for _, c := range []struct {
 		name string
@@ -116,6 +116,9 @@ func TestFilterPlansUseIndexes(t *testing.T) {
 	}{
 		{"template", acts.Filter{TemplateID: &rare}, page.Request{Page: 1, Limit: 25}, 1000, "acts_template_seq_idx"},
 		{"template, deep", acts.Filter{TemplateID: &rare}, page.Request{Page: 39, Limit: 25}, 1000, "acts_template_seq_idx"},
+		// A deep page of a large template seeks through the template's
+		// blocks (migration 00101): only the walk reads list_blocks.
+		{"template, deep, seek", acts.Filter{TemplateID: &common}, page.Request{Page: 3000, Limit: 25}, 99000, "list_blocks"},
 		{"template and status", acts.Filter{TemplateID: &rare, Status: &final}, page.Request{Page: 1, Limit: 25}, 1000, "list_counts_pkey"},
 		{"template and client", acts.Filter{TemplateID: &rare, ClientID: &client}, page.Request{Page: 1, Limit: 25}, 20, "acts_client_seq_idx"},
 		{"updated_since", acts.Filter{UpdatedSince: &recentActs}, page.Request{Page: 1, Limit: 100}, 1000, "acts_updated_idx"},
