@@ -119,6 +119,32 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
+// compareGroups runs compare for each group after one warm-up run of every
+// target (connections, caches, lazy init), profiling the first group when
+// o.cpuProfile is set; it returns each group's rows and table.
+func compareGroups(ctx context.Context, out io.Writer, groups []group, o options, gen, warm generator) ([][]roundRow, []string, error) {
+	var all [][]roundRow
+	var tables []string
+	for i, g := range groups {
+		for _, t := range g.Targets {
+			if _, err := warm(ctx, t); err != nil {
+				return nil, nil, err
+			}
+		}
+		prof := ""
+		if i == 0 {
+			prof = o.cpuProfile
+		}
+		rows, err := compare(ctx, out, g, o.rounds, gen, prof)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, rows)
+		tables = append(tables, roundsTable(g, rows))
+	}
+	return all, tables, nil
+}
+
 // roundsTable renders a group's rounds: req/s and p99 of each target, and
 // the full chain against the first baseline (req/s ratio, p99 multiple).
 func roundsTable(g group, rows []roundRow) string {
@@ -326,22 +352,9 @@ func runWrk(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var tables []string
-	for i, g := range groups {
-		for _, t := range g.Targets {
-			if _, err := warm(ctx, t); err != nil {
-				return err
-			}
-		}
-		prof := ""
-		if i == 0 {
-			prof = o.cpuProfile
-		}
-		rows, err := compare(ctx, out, g, o.rounds, gen, prof)
-		if err != nil {
-			return err
-		}
-		tables = append(tables, roundsTable(g, rows))
+	_, tables, err := compareGroups(ctx, out, groups, o, gen, warm)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, machine(ctx, e.DB))

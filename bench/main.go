@@ -172,23 +172,12 @@ func runBench(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var tables []string
+	groupRows, tables, err := compareGroups(ctx, out, groups, o, gen, inProcess(client, e, o.conc, time.Second))
+	if err != nil {
+		return err
+	}
 	for i, g := range groups {
-		// Warm every path (connections, caches, lazy init) before measuring.
-		for _, t := range g.Targets {
-			if _, err := inProcess(client, e, o.conc, time.Second)(ctx, t); err != nil {
-				return err
-			}
-		}
-		prof := ""
-		if i == 0 {
-			prof = o.cpuProfile
-		}
-		rows, err := compare(ctx, out, g, o.rounds, gen, prof)
-		if err != nil {
-			return err
-		}
-		tables = append(tables, roundsTable(g, rows))
+		rows := groupRows[i]
 		for j := range g.Targets {
 			var rs []*result
 			for _, r := range rows {
