@@ -50,16 +50,11 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer recv.Close()
 	var fetchTmpl int64 // created once the seeded template ids are taken
-	empty, err := newClaimDB(ctx, o.databaseURL)
+	empty, full, closeClaims, err := newClaimPair(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
-	defer empty.done()
-	full, err := newClaimDB(ctx, o.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer full.done()
+	defer closeClaims()
 	var claims strings.Builder
 	claims.WriteString(claimTableHead)
 	small, err := tenant.NewStore(d).Create(ctx, "small", "Small")
@@ -199,8 +194,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 		}
 		fmt.Fprintf(os.Stderr, "outbox claim with %d delivered: %s\n", size, time.Since(t0).Round(time.Second))
 	}
-	fmt.Fprintf(out, "\nOutbox claim: a queue of %d due deliveries over %d registrations; a round is %d outbox.Claim calls (N %d, cap %d), each followed by outbox.Finish of its rows; %d alternating rounds per row:\n\n",
-		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, o.claimRounds)
+	fmt.Fprint(out, "\n"+claimIntro(o.claimRounds))
 	fmt.Fprint(out, claims.String())
 	return nil
 }
@@ -481,18 +475,12 @@ func (e *env) noise(ctx context.Context, c *http.Client, path string) func() {
 // runScaleClaim is `go run ./bench -scale -only claim`: the outbox claim
 // table alone (scale_claim.go), without the big tenant and its server.
 func runScaleClaim(ctx context.Context, o options, out io.Writer) error {
-	empty, err := newClaimDB(ctx, o.databaseURL)
+	empty, full, closeClaims, err := newClaimPair(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
-	defer empty.done()
-	full, err := newClaimDB(ctx, o.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer full.done()
-	fmt.Fprintf(out, "Outbox claim: a queue of %d due deliveries over %d registrations; a round is %d outbox.Claim calls (N %d, cap %d), each followed by outbox.Finish of its rows; %d alternating rounds per row:\n\n",
-		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, o.claimRounds)
+	defer closeClaims()
+	fmt.Fprint(out, claimIntro(o.claimRounds))
 	fmt.Fprint(out, claimTableHead)
 	for _, size := range []int{10_000, 100_000, 1_000_000} {
 		if size > o.scaleMax {

@@ -77,6 +77,25 @@ func newClaimDB(ctx context.Context, databaseURL string) (*claimDB, error) {
 	return c, c.tidy(ctx)
 }
 
+// newClaimPair creates both sides of the comparison (claimBench): empty
+// keeps no history, full grows one. done closes and drops both.
+func newClaimPair(ctx context.Context, databaseURL string) (empty, full *claimDB, done func(), err error) {
+	if empty, err = newClaimDB(ctx, databaseURL); err != nil {
+		return nil, nil, nil, err
+	}
+	if full, err = newClaimDB(ctx, databaseURL); err != nil {
+		empty.done()
+		return nil, nil, nil, err
+	}
+	return empty, full, func() { full.done(); empty.done() }, nil
+}
+
+// claimIntro describes the claim table's rows.
+func claimIntro(rounds int) string {
+	return fmt.Sprintf("Outbox claim: a queue of %d due deliveries over %d registrations; a round is %d outbox.Claim calls (N %d, cap %d), each followed by outbox.Finish of its rows; %d alternating rounds per row:\n\n",
+		claimPending, claimHooks, claimsPerRound, claimSlots, claimCap, rounds)
+}
+
 // grow adds delivered history (one event and one succeeded delivery per
 // row, over the same registrations, within the retention) up to want rows.
 // Finished deliveries are the rows of delivery_history (migration 00090).
