@@ -52,6 +52,7 @@ type options struct {
 	soak         time.Duration
 
 	scale    bool
+	sqlite   bool
 	scaleMax int
 	scaleN   int
 	// claimRounds: alternating rounds per row of the scale run's claim table.
@@ -80,6 +81,7 @@ func main() {
 	flag.BoolVar(&o.noTokenCache, "no-token-cache", false, "serve without the bearer token cache (the 'before' figure)")
 	flag.DurationVar(&o.soak, "soak", 0, "instead of the benchmark, run a mixed soak load this long (task soak: 5m)")
 	flag.BoolVar(&o.scale, "scale", false, "instead of the benchmark, grow one tenant to 10k, 100k and 1M clients and measure list and read latency at each size")
+	flag.BoolVar(&o.sqlite, "sqlite", false, "with -scale: run on a fresh SQLite file in the temp directory instead of PostgreSQL (as -database-url sqlite:<dir> does), without the outbox claim table")
 	flag.IntVar(&o.scaleMax, "scale-max", 1_000_000, "with -scale: the largest size (clients) to grow to")
 	flag.IntVar(&o.scaleN, "scale-n", 200, "with -scale: requests per measurement")
 	flag.IntVar(&o.claimRounds, "claim-rounds", claimRounds, "with -scale: alternating rounds per row of the outbox claim table (more on a loaded machine)")
@@ -91,6 +93,13 @@ func main() {
 	flag.IntVar(&o.wrkThreads, "wrk-threads", 2, "with -wrk: wrk's threads (-t)")
 	flag.IntVar(&o.points, "points", 200, "data points of the act GET act reads")
 	flag.Parse()
+	if o.sqlite {
+		if !o.scale {
+			fmt.Fprintln(os.Stderr, "bench: -sqlite is for -scale only")
+			os.Exit(2)
+		}
+		o.databaseURL = "sqlite:"
+	}
 	if o.databaseURL == "" {
 		fmt.Fprintln(os.Stderr, "bench: set FINSVC_DATABASE_URL (or -database-url) to a PostgreSQL URL")
 		os.Exit(2)

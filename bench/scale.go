@@ -15,25 +15,28 @@ import (
 	"sync"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // runScale is `go run ./bench -scale`: one big tenant grown through 10k,
-// 100k and 1M clients (and a fifth as many acts, ten data points each),
-// beside a small tenant, measuring list and read latency at each size
-// through the full server, a correlated bulk PUT of 200 fields and a fetch
-// request through the delivery worker to a loopback receiver. Rows are
-// written with INSERT … SELECT generate_series (the triggers count them as
-// they would a COPY). Then, in two databases of their own, the outbox
-// claim with as many delivered deliveries as the tenant has clients,
-// against an empty history (scale_claim.go). Bounded: -scale-max caps the
-// largest size; each measurement is -scale-n requests.
+// 100k and 1M clients (and a fifth as many acts, 50 data points each: 10M
+// at 1M clients), beside a small tenant, measuring list and read latency
+// at each size through the full server, a correlated bulk PUT of 200
+// fields and a fetch request through the delivery worker to a loopback
+// receiver. Rows are written with INSERT … SELECT over generate_series (a
+// recursive CTE on SQLite; the triggers count them as they would a COPY).
+// On PostgreSQL, in two databases of their own, the outbox claim with as
+// many delivered deliveries as the tenant has clients, against an empty
+// history (scale_claim.go). With a sqlite: database URL (-sqlite) the same
+// tenant grows in a fresh SQLite file, without the claim table. Bounded:
+// -scale-max caps the largest size; each measurement is -scale-n requests.
 func runScale(ctx context.Context, o options, out io.Writer) error {
 	if o.only == "claim" {
+		if strings.HasPrefix(o.databaseURL, "sqlite:") {
+			return errors.New("the outbox claim table is PostgreSQL's (FOR UPDATE SKIP LOCKED beside a long history)")
+		}
 		return runScaleClaim(ctx, o, out)
 	}
 	// The delivery worker runs in the server, as `finsvc serve` runs it:
@@ -44,33 +47,42 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer e.Close()
 	d := e.DB
+	sqlite := d.Dialect == db.SQLite
+	uuidText := "uuid::text"
+	if sqlite {
+		uuidText = "uuid"
+	}
 	recv, err := e.startReceiver()
 	if err != nil {
 		return err
 	}
 	defer recv.Close()
 	var fetchTmpl int64 // created once the seeded template ids are taken
-	empty, full, closeClaims, err := newClaimPair(ctx, o.databaseURL)
-	if err != nil {
-		return err
+	// The outbox claim table compares two PostgreSQL databases of their
+	// own: concurrent workers claiming with FOR UPDATE SKIP LOCKED beside a
+	// long delivered history. SQLite has one writer at a time and its claim
+	// runs under the write lock, so it is skipped there (stated in the
+	// output).
+	var empty, full *claimDB
+	if !sqlite {
+		var closeClaims func()
+		if empty, full, closeClaims, err = newClaimPair(ctx, o.databaseURL); err != nil {
+			return err
+		}
+		defer closeClaims()
 	}
-	defer closeClaims()
-	var claims strings.Builder
+	var claims, seeded strings.Builder
 	claims.WriteString(claimTableHead)
 	small, err := tenant.NewStore(d).Create(ctx, "small", "Small")
 	if err != nil {
 		return err
 	}
 	big := e.Tenant.ID
-	if err := d.Exec(`INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 'T'), (?, 1, 1, 1, 'T')`, big, small.ID).Error; err != nil {
+	if err := seedTemplate(d, big, small.ID); err != nil {
 		return err
 	}
-	if err := d.Exec(`INSERT INTO template_fields (tenant_id, id, template_id, position, key, name, type, source)
-		SELECT ?, g, 1, g, 'f' || g, 'Field ' || g, 'text', 'manual' FROM generate_series(1, 10) g`, big).Error; err != nil {
-		return fmt.Errorf("template fields: %w", err)
-	}
 	if err := d.Exec(`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit)
-		SELECT ?, g, 'Small ' || g, '559' || g, 'SE', 100 FROM generate_series(1, 500) g`, small.ID).Error; err != nil {
+		SELECT ?, g, 'Small ' || g, '559' || g, 'SE', 100 FROM `+series(sqlite, "1", "500"), small.ID).Error; err != nil {
 		return err
 	}
 	se := &env{DB: d, Tenant: small, FullURL: e.FullURL, hostName: "small.localhost"}
@@ -87,11 +99,13 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			break
 		}
 		t0 := time.Now()
-		if err := seedScale(d.DB, big, have, size); err != nil {
+		if err := seedScale(d, big, have, size); err != nil {
 			return fmt.Errorf("seed %d: %w", size, err)
 		}
 		have = size
-		fmt.Fprintf(os.Stderr, "seeded %d clients, %d acts, %d data points in %s\n", size, size/5, size*2, time.Since(t0).Round(time.Second))
+		line := fmt.Sprintf("seeded %d clients, %d acts, %d data points (%s) in %s\n", size, size/5, size/5*scalePoints, d.Dialect, time.Since(t0).Round(time.Second))
+		fmt.Fprint(os.Stderr, line)
+		seeded.WriteString("- " + line)
 		// New acts of the big tenant, untimed: one per bulk PUT (each
 		// applies a fresh fetch request's 200 results) and one per fetch
 		// request.
@@ -115,9 +129,9 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "prepared %d bulk PUTs and %d fetch requests in %s\n", len(bulk), len(fetchActs), time.Since(t0).Round(time.Second))
-		acts := size / 5
+		acts, points := size/5, size/5*scalePoints
 		var actUUID string
-		if err := d.Raw(`SELECT uuid::text FROM acts WHERE tenant_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?`, big, acts/2).Scan(&actUUID).Error; err != nil {
+		if err := d.Raw(`SELECT `+uuidText+` FROM acts WHERE tenant_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?`, big, acts/2).Scan(&actUUID).Error; err != nil {
 			return err
 		}
 		last := size / 25
@@ -128,7 +142,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			{"acts?status=final page 1", "/api/1.0/acts?status=final&limit=25", e.Token},
 			{"acts?status=final deep (row 90%)", fmt.Sprintf("/api/1.0/acts?status=final&limit=25&page=%d", max(1, acts/4/25*9/10)), e.Token},
 			{"acts?client_id=… (a client with acts)", fmt.Sprintf("/api/1.0/acts?client_id=%d", 1+7919%size), e.Token},
-			{"acts/{uuid} (10 data points)", "/api/1.0/acts/" + actUUID, e.Token},
+			{fmt.Sprintf("acts/{uuid} (%d data points)", scalePoints), "/api/1.0/acts/" + actUUID, e.Token},
 			// The filters and incremental sync of issue 16.2: a stored total
 			// (country, org_number, template_id) or one counted over the
 			// filter's index, bounded by its matches (q: 1,111 names at any
@@ -159,7 +173,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.name, err)
 			}
-			fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, size*2, r.name, ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
+			fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, points, r.name, ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
 		}
 		lat, err := measureEach(ctx, client, len(bulk), func(i int) (*http.Request, error) {
 			return e.request("PUT", "/api/1.0/acts/"+bulk[i].ActUUID+"/data", bulk[i].Body)
@@ -167,11 +181,11 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("bulk PUT: %w", err)
 		}
-		fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, size*2, "PUT acts/{uuid}/data (correlated, 200 fields)", ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
+		fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, points, "PUT acts/{uuid}/data (correlated, 200 fields)", ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
 		if lat, err = e.measureFetch(ctx, recv, fetchActs); err != nil {
 			return fmt.Errorf("fetch request through delivery: %w", err)
 		}
-		fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, size*2, "fetch request → act.fetch_data at the loopback receiver", ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
+		fmt.Fprintf(out, "| %d | %d | %d | %s | %s | %s |\n", size, acts, points, "fetch request → act.fetch_data at the loopback receiver", ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
 		// What the lists cost before: COUNT(*) and OFFSET over the rows.
 		for _, q := range []struct{ name, sql string }{
 			{"(before) COUNT(*) of clients", fmt.Sprintf("SELECT count(*) FROM clients WHERE tenant_id = %d", big)},
@@ -186,7 +200,10 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 				lat = append(lat, time.Since(t))
 			}
 			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			fmt.Fprintf(out, "| %d | %d | %d | %s (SQL only) | %s | %s |\n", size, acts, size*2, q.name, ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
+			fmt.Fprintf(out, "| %d | %d | %d | %s (SQL only) | %s | %s |\n", size, acts, points, q.name, ms(Percentile(lat, 50)), ms(Percentile(lat, 99)))
+		}
+		if sqlite {
+			continue
 		}
 		t0 = time.Now()
 		if err := claimBench(ctx, empty, full, size, o.claimRounds, &claims); err != nil {
@@ -194,17 +211,28 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 		}
 		fmt.Fprintf(os.Stderr, "outbox claim with %d delivered: %s\n", size, time.Since(t0).Round(time.Second))
 	}
+	fmt.Fprint(out, "\nSeeding (INSERT … SELECT, counted and blocked by the triggers, then ANALYZE):\n\n"+seeded.String())
+	if sqlite {
+		fmt.Fprint(out, "\nOutbox claim: skipped on SQLite (the table compares concurrent PostgreSQL workers claiming with FOR UPDATE SKIP LOCKED beside a long history; SQLite claims under its single write lock).\n")
+		return nil
+	}
 	fmt.Fprint(out, "\n"+claimIntro(o.claimRounds))
 	fmt.Fprint(out, claims.String())
 	return nil
 }
 
-// seedScale grows the big tenant from have to want clients, a fifth as
-// many acts (a quarter of them final, numbered in creation order) and ten
-// data points per act, then refreshes the planner's statistics.
+// scalePoints is the number of data points per seeded act: 200,000 acts
+// at 1M clients hold the 10,000,000 data points of issue 13.
+const scalePoints = 50
+
 // actUUID is act g's uuid in SQL: deterministic, and a valid version-4
-// UUID (the API's path parameters are validated as such).
-const actUUID = `(substr(md5('act' || g), 1, 12) || '4' || substr(md5('act' || g), 14, 3) || '8' || substr(md5('act' || g), 18, 15))::uuid`
+// UUID (the API's path parameters are validated as such). PostgreSQL
+// spreads them over the key space as random ones would be (md5); SQLite has
+// no md5, and takes g in hex.
+const (
+	actUUID       = `(substr(md5('act' || g), 1, 12) || '4' || substr(md5('act' || g), 14, 3) || '8' || substr(md5('act' || g), 18, 15))::uuid`
+	actUUIDSQLite = `printf('%08x-0000-4000-8000-%012x', g, g)`
+)
 
 // sinceSeeded is updated_since for the seeded rows after the n-th (their
 // updated_at is one second apart from 2026-01-01).
@@ -212,7 +240,50 @@ func sinceSeeded(n int) string {
 	return time.Date(2026, 1, 1, 0, 0, max(0, n), 0, time.UTC).Format(time.RFC3339)
 }
 
-func seedScale(d *gorm.DB, tid int64, have, want int) error {
+// seededAt is the created_at and updated_at of seeded row g, in SQL: one
+// second apart from 2026-01-01. On SQLite it is the text the driver writes
+// for a whole-second UTC time.Time, so that it compares with the API's
+// parameters (updated_since) as the API's own rows do.
+func seededAt(sqlite bool) string {
+	if sqlite {
+		return `strftime('%Y-%m-%d %H:%M:%S+00:00', '2026-01-01', '+' || g || ' seconds')`
+	}
+	return `timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second'`
+}
+
+// series is a FROM item of the integers lo…hi as column g: generate_series
+// on PostgreSQL, a recursive CTE on SQLite (its driver has no
+// generate_series). lo and hi are SQL expressions.
+func series(sqlite bool, lo, hi string) string {
+	if sqlite {
+		return `(WITH RECURSIVE s(g) AS (SELECT ` + lo + ` UNION ALL SELECT g + 1 FROM s WHERE g < ` + hi + `) SELECT g FROM s) s`
+	}
+	return `generate_series(` + lo + `, ` + hi + `) g`
+}
+
+// seedTemplate writes template 1 of the big tenant, whose scalePoints
+// manual fields the seeded acts' data points are, and an empty template 1
+// of the small one.
+func seedTemplate(d *db.DB, big, small int64) error {
+	if err := d.Exec(`INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 'T'), (?, 1, 1, 1, 'T')`, big, small).Error; err != nil {
+		return err
+	}
+	if err := d.Exec(`INSERT INTO template_fields (tenant_id, id, template_id, position, key, name, type, source)
+		SELECT ?, g, 1, g, 'f' || g, 'Field ' || g, 'text', 'manual' FROM `+series(d.Dialect == db.SQLite, "1", fmt.Sprint(scalePoints)), big).Error; err != nil {
+		return fmt.Errorf("template fields: %w", err)
+	}
+	return nil
+}
+
+// seedScale grows the big tenant from have to want clients, a fifth as
+// many acts (a quarter of them final, numbered in creation order) and
+// scalePoints data points per act, then refreshes the planner's
+// statistics. The rows are written with INSERT … SELECT over a series
+// (generate_series on PostgreSQL, a recursive CTE on SQLite); the triggers
+// count and block them as they would a COPY's. On SQLite the acts and their
+// data points go in batches, so that no transaction's WAL holds gigabytes.
+func seedScale(d *db.DB, tid int64, have, want int) error {
+	sqlite := d.Dialect == db.SQLite
 	// Acts the API created since the last growth (the bulk PUT and fetch
 	// request targets) took creation numbers and data point ids: the
 	// seeded ones go after them.
@@ -230,46 +301,63 @@ func seedScale(d *gorm.DB, tid int64, have, want int) error {
 		return err
 	}
 	off := max(0, nextSeq-int64(have/5)-1)
-	dpOff := max(0, nextDP-int64(have/5*10)-1)
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		// Four countries and one change a second (updated_at) give the
-		// filters and updated_since something to select.
-		{`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit, updated_at)
-		 SELECT ?, g, 'Client ' || g, '556' || g, (ARRAY['SE','NO','DK','FI'])[1 + g % 4], 1000,
-		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(?::bigint + 1, ?::bigint) g`,
-			[]any{tid, have, want}},
-		{`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, updated_at, seq)
-		 SELECT ?, ` + actUUID + `, 1 + (g * 7919) % ?::bigint, 1, 'Act ' || g,
-		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second',
-		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g + ?::bigint
-		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g`,
-			[]any{tid, want, off, have, want}},
-		// The acts' creation numbers continue after the seeded ones.
-		{`INSERT INTO id_sequences (tenant_id, name, next_id) VALUES (?, '` + acts.SeqName + `', ?::bigint / 5 + 1 + ?::bigint)
-		 ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = EXCLUDED.next_id`,
-			[]any{tid, want, off}},
-		{`INSERT INTO data_points (tenant_id, id, act_uuid, template_field_id, position, key, name, type, source, value)
-		 SELECT ?, (g - 1) * 10 + f + ?::bigint, ` + actUUID + `, f, f, 'f' || f, 'Field ' || f, 'text', 'manual', 'v' || g
-		 FROM generate_series(?::bigint / 5 + 1, ?::bigint / 5) g, generate_series(1, 10) f`,
-			[]any{tid, dpOff, have, want}},
-	} {
-		if err := d.Exec(q.sql, q.args...).Error; err != nil {
-			return err
+	dpOff := max(0, nextDP-int64(have/5*scalePoints)-1)
+	// Four countries and one change a second (updated_at) give the filters
+	// and updated_since something to select.
+	country := `(ARRAY['SE','NO','DK','FI'])[1 + g % 4]`
+	cast, uuid := "::bigint", actUUID
+	if sqlite {
+		country = `CASE g % 4 WHEN 0 THEN 'SE' WHEN 1 THEN 'NO' WHEN 2 THEN 'DK' ELSE 'FI' END`
+		cast, uuid = "", actUUIDSQLite
+	}
+	exec := func(sql string, args ...any) error { return d.Exec(sql, args...).Error }
+	if err := exec(`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit, updated_at)
+		 SELECT ?, g, 'Client ' || g, '556' || g, `+country+`, 1000, `+seededAt(sqlite)+`
+		 FROM `+series(sqlite, "?"+cast+" + 1", "?"+cast), tid, have, want); err != nil {
+		return fmt.Errorf("clients: %w", err)
+	}
+	// Acts g of (from, to], batch by batch.
+	batch := want / 5
+	if sqlite {
+		batch = 20_000 // a million data points a transaction
+	}
+	for from := have / 5; from < want/5; from += batch {
+		to := min(from+batch, want/5)
+		if err := exec(`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, updated_at, seq)
+			 SELECT ?, `+uuid+`, 1 + (g * 7919) % ?, 1, 'Act ' || g,
+			        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, `+seededAt(sqlite)+`, `+seededAt(sqlite)+`, g + ?
+			 FROM `+series(sqlite, "?"+cast+" + 1", "?"+cast), tid, want, off, from, to); err != nil {
+			return fmt.Errorf("acts: %w", err)
+		}
+		// The data points in act order (CROSS JOIN keeps SQLite's loop
+		// order), so that their ids and keys are appended, not scattered.
+		if err := exec(`INSERT INTO data_points (tenant_id, id, act_uuid, template_field_id, position, key, name, type, source, value)
+			 SELECT ?, (g - 1) * `+fmt.Sprint(scalePoints)+` + f + ?, `+uuid+`, f, f, 'f' || f, 'Field ' || f, 'text', 'manual', 'v' || g
+			 FROM `+series(sqlite, "?"+cast+" + 1", "?"+cast)+` CROSS JOIN (SELECT g AS f FROM `+series(sqlite, "1", fmt.Sprint(scalePoints))+`) p`,
+			tid, dpOff, from, to); err != nil {
+			return fmt.Errorf("data points: %w", err)
 		}
 	}
+	// The acts' creation numbers continue after the seeded ones.
+	if err := exec(`INSERT INTO id_sequences (tenant_id, name, next_id) VALUES (?, '`+acts.SeqName+`', ?`+cast+` + 1 + ?`+cast+`)
+		 ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = excluded.next_id`, tid, want/5, off); err != nil {
+		return err
+	}
 	// The API allocates ids per tenant (db.NextIDs): start past the rows
-	// written here.
+	// written here. (SQLite needs the WHERE to read ON CONFLICT as the
+	// upsert's; its two-argument max is PostgreSQL's GREATEST.)
+	greatest := "GREATEST"
+	if sqlite {
+		greatest = "max"
+	}
 	for _, seq := range []string{"clients", "templates", "template_fields", "data_points"} {
-		if err := d.Exec(`INSERT INTO id_sequences (tenant_id, name, next_id)
+		if err := exec(`INSERT INTO id_sequences (tenant_id, name, next_id)
 			SELECT ?, '`+seq+`', COALESCE(max(id), 0) + 1 FROM `+seq+` WHERE tenant_id = ?
-			ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = GREATEST(id_sequences.next_id, EXCLUDED.next_id)`, tid, tid).Error; err != nil {
+			ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = `+greatest+`(id_sequences.next_id, excluded.next_id)`, tid, tid); err != nil {
 			return fmt.Errorf("id sequence %s: %w", seq, err)
 		}
 	}
-	return d.Exec("ANALYZE").Error
+	return exec("ANALYZE")
 }
 
 // measure sends n sequential GETs and returns their sorted latencies.

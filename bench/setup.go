@@ -14,6 +14,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -48,8 +49,28 @@ func randHex(n int) string {
 }
 
 // freshDatabase creates a new PostgreSQL database next to the one adminURL
-// names and returns its URL and a drop function.
+// names and returns its URL and a drop function. A sqlite: URL names a
+// directory instead: the fresh database is a new file in it, removed (with
+// its WAL) by drop.
 func freshDatabase(ctx context.Context, adminURL string) (string, func(), error) {
+	if dir, ok := strings.CutPrefix(adminURL, "sqlite:"); ok {
+		dir = strings.TrimPrefix(dir, "//")
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", nil, err
+		}
+		path, err := filepath.Abs(filepath.Join(dir, "finsvc_bench_"+randHex(4)+".db"))
+		if err != nil {
+			return "", nil, err
+		}
+		return "sqlite://" + path, func() {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				_ = os.Remove(path + suffix)
+			}
+		}, nil
+	}
 	u, err := url.Parse(adminURL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", nil, fmt.Errorf("database URL must be postgres://… (got %q)", adminURL)
@@ -149,7 +170,11 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 	}
 	e.FullURL, e.stop = url, append(e.stop, stop)
 
-	// The baselines (baseline.go) on one bare echo server.
+	// The baselines (baseline.go) on one bare echo server. They read with
+	// pgx: on SQLite (the scale run) there is none.
+	if d.Dialect == db.SQLite {
+		return e, nil
+	}
 	pool, err := pgxBaseline(ctx, dbURL)
 	if err != nil {
 		e.Close()

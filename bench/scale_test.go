@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/finsvc/finsvc/pkg/counts"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/testdb"
+)
+
+// The scale benchmark's seeding writes the same rows on both dialects:
+// clients, a fifth as many acts with scalePoints data points each, counted
+// and blocked by the triggers, with id sequences past them and updated_at
+// values that read back as the seconds sinceSeeded names. Two growths, as
+// the benchmark's sizes follow one another.
+func TestSeedScale(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		_, big := testdb.NewTenant(t, d, "big")
+		_, small := testdb.NewTenant(t, d, "small")
+		if err := seedTemplate(d, big.ID, small.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ have, want int }{{0, 100}, {100, 250}} {
+			if err := seedScale(d, big.ID, c.have, c.want); err != nil {
+				t.Fatalf("seed %d → %d: %v", c.have, c.want, err)
+			}
+		}
+		count := func(q string, args ...any) int64 {
+			t.Helper()
+			var n int64
+			if err := d.Raw(q, args...).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := count(`SELECT count(*) FROM clients WHERE tenant_id = ?`, big.ID); n != 250 {
+			t.Errorf("%d clients, want 250", n)
+		}
+		if n := count(`SELECT count(*) FROM acts WHERE tenant_id = ?`, big.ID); n != 50 {
+			t.Errorf("%d acts, want 50", n)
+		}
+		if n := count(`SELECT count(*) FROM data_points WHERE tenant_id = ?`, big.ID); n != 50*scalePoints {
+			t.Errorf("%d data points, want %d", n, 50*scalePoints)
+		}
+		if n := count(`SELECT count(*) FROM (SELECT act_uuid FROM data_points WHERE tenant_id = ? GROUP BY act_uuid HAVING count(*) = ?) x`, big.ID, scalePoints); n != 50 {
+			t.Errorf("%d acts with %d data points, want 50", n, scalePoints)
+		}
+		if n := count(`SELECT count(*) FROM acts WHERE tenant_id = ? AND status = 'final'`, big.ID); n != 12 {
+			t.Errorf("%d final acts, want 12 (a quarter)", n)
+		}
+		ms, err := counts.Check(ctx, d.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			t.Errorf("count mismatch: %s", m)
+		}
+		// The API's next ids come after the seeded rows.
+		for _, s := range []struct {
+			name string
+			max  string
+		}{
+			{"clients", `SELECT max(id) FROM clients WHERE tenant_id = ?`},
+			{"data_points", `SELECT max(id) FROM data_points WHERE tenant_id = ?`},
+			{"template_fields", `SELECT max(id) FROM template_fields WHERE tenant_id = ?`},
+		} {
+			if next, max := count(`SELECT next_id FROM id_sequences WHERE tenant_id = ? AND name = ?`, big.ID, s.name), count(s.max, big.ID); next != max+1 {
+				t.Errorf("id sequence %s: next %d, want %d", s.name, next, max+1)
+			}
+		}
+		// Act uuids are version-4 uuids (the API validates its path
+		// parameters), distinct.
+		var uuids []string
+		if err := d.Raw(`SELECT uuid FROM acts WHERE tenant_id = ?`, big.ID).Scan(&uuids).Error; err != nil {
+			t.Fatal(err)
+		}
+		v4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+		seen := map[string]bool{}
+		for _, u := range uuids {
+			if !v4.MatchString(u) || seen[u] {
+				t.Errorf("act uuid %q: not a distinct version-4 uuid", u)
+			}
+			seen[u] = true
+		}
+		// updated_at reads back as sinceSeeded's time, and compares with a
+		// time parameter as the API's updated_since does.
+		var at time.Time
+		if err := d.Raw(`SELECT updated_at FROM clients WHERE tenant_id = ? AND id = 200`, big.ID).Scan(&at).Error; err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := time.Parse(time.RFC3339, sinceSeeded(200)); !at.Equal(want) {
+			t.Errorf("client 200 updated_at %s, want %s", at, want)
+		}
+		since, _ := time.Parse(time.RFC3339, sinceSeeded(200))
+		if n := count(`SELECT count(*) FROM clients WHERE tenant_id = ? AND updated_at > ?`, big.ID, since); n != 50 {
+			t.Errorf("%d clients updated after client 200, want 50", n)
+		}
+	})
+}
