@@ -49,6 +49,11 @@ func TestSeedScale(t *testing.T) {
 		if n := count(`SELECT count(*) FROM (SELECT act_uuid FROM data_points WHERE tenant_id = ? GROUP BY act_uuid HAVING count(*) = ?) x`, big.ID, scalePoints); n != 50 {
 			t.Errorf("%d acts with %d data points, want 50", n, scalePoints)
 		}
+		// The seed skips PostgreSQL's foreign key checks of data points
+		// (seedScale): every one must still have its act.
+		if n := count(`SELECT count(*) FROM data_points p WHERE p.tenant_id = ? AND NOT EXISTS (SELECT 1 FROM acts a WHERE a.tenant_id = p.tenant_id AND a.uuid = p.act_uuid)`, big.ID); n != 0 {
+			t.Errorf("%d data points without their act", n)
+		}
 		if n := count(`SELECT count(*) FROM acts WHERE tenant_id = ? AND status = 'final'`, big.ID); n != 12 {
 			t.Errorf("%d final acts, want 12 (a quarter)", n)
 		}
