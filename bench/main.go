@@ -55,6 +55,8 @@ type options struct {
 	sqlite   bool
 	scaleMax int
 	scaleN   int
+	// scaleProfile: with -cpuprofile, the scale run's request row profiled.
+	scaleProfile string
 	// claimRounds: alternating rounds per row of the scale run's claim table.
 	claimRounds int
 
@@ -83,6 +85,7 @@ func main() {
 	flag.BoolVar(&o.scale, "scale", false, "instead of the benchmark, grow one tenant to 10k, 100k and 1M clients and measure list and read latency at each size")
 	flag.BoolVar(&o.sqlite, "sqlite", false, "with -scale: run on a fresh SQLite file in the temp directory instead of PostgreSQL (as -database-url sqlite:<dir> does), without the outbox claim table")
 	flag.IntVar(&o.scaleMax, "scale-max", 1_000_000, "with -scale: the largest size (clients) to grow to")
+	flag.StringVar(&o.scaleProfile, "scale-profile", "", "with -scale and -cpuprofile: profile the request rows whose name starts with this (e.g. 'acts/{uuid}'); the last size's row is kept")
 	flag.IntVar(&o.scaleN, "scale-n", 200, "with -scale: requests per measurement")
 	flag.IntVar(&o.claimRounds, "claim-rounds", claimRounds, "with -scale: alternating rounds per row of the outbox claim table (more on a loaded machine)")
 	flag.IntVar(&o.replicas, "replicas", 0, "instead of the benchmark, run this many `finsvc serve` processes (the built binary) on one database and Redis: throughput through 1…N, revocation delay, event delivery")

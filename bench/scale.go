@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -168,7 +169,12 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			if i == len(reqs)-1 { // the small tenant, while the big one is read
 				stopNoise = e.noise(ctx, client, fmt.Sprintf("/api/1.0/clients?page=%d&limit=25", last))
 			}
+			stopProfile, err := scaleProfile(o, r.name)
+			if err != nil {
+				return err
+			}
 			lat, err := measure(ctx, client, e.FullURL+r.path, host, r.token, o.scaleN)
+			stopProfile()
 			if stopNoise != nil {
 				stopNoise()
 			}
@@ -213,7 +219,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 		}
 		fmt.Fprintf(os.Stderr, "outbox claim with %d delivered: %s\n", size, time.Since(t0).Round(time.Second))
 	}
-	fmt.Fprint(out, "\nSeeding (INSERT … SELECT, counted and blocked by the triggers, then ANALYZE):\n\n"+seeded.String())
+	fmt.Fprint(out, "\nSeeding (INSERT … SELECT, counted and blocked by the triggers; then ANALYZE on PostgreSQL):\n\n"+seeded.String())
 	if sqlite {
 		fmt.Fprint(out, "\nOutbox claim: skipped on SQLite (the table compares concurrent PostgreSQL workers claiming with FOR UPDATE SKIP LOCKED beside a long history; SQLite claims under its single write lock).\n")
 		return nil
@@ -263,6 +269,24 @@ func series(sqlite bool, lo, hi string) string {
 	return `generate_series(` + lo + `, ` + hi + `) g`
 }
 
+// scaleProfile starts the CPU profile (-cpuprofile) for a request row of
+// the scale run whose name starts with -scale-profile; the returned func
+// stops it. Each size's row overwrites the file: the last size is kept.
+func scaleProfile(o options, name string) (func(), error) {
+	if o.cpuProfile == "" || o.scaleProfile == "" || !strings.HasPrefix(name, o.scaleProfile) {
+		return func() {}, nil
+	}
+	f, err := os.Create(o.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 // seedTemplate writes template 1 of the big tenant, whose scalePoints
 // manual fields the seeded acts' data points are, and an empty template 1
 // of the small one.
@@ -279,7 +303,7 @@ func seedTemplate(d *db.DB, big, small int64) error {
 
 // seedScale grows the big tenant from have to want clients, a fifth as
 // many acts (a quarter of them final, numbered in creation order) and
-// scalePoints data points per act, then refreshes the planner's
+// scalePoints data points per act, then refreshes PostgreSQL's planner
 // statistics. The rows are written with INSERT … SELECT over a series
 // (generate_series on PostgreSQL, a recursive CTE on SQLite); the triggers
 // count and block them as they would a COPY's. On SQLite the acts and their
@@ -393,6 +417,12 @@ func seedScale(d *db.DB, tid int64, have, want int) error {
 			ON CONFLICT (tenant_id, name) DO UPDATE SET next_id = `+greatest+`(id_sequences.next_id, excluded.next_id)`, tid, tid); err != nil {
 			return fmt.Errorf("id sequence %s: %w", seq, err)
 		}
+	}
+	// The planner's statistics, as autovacuum would have them after such a
+	// growth. Not on SQLite: the service never runs ANALYZE there, so a
+	// deployment plans without statistics, and so does this benchmark.
+	if sqlite {
+		return nil
 	}
 	return exec("ANALYZE")
 }
