@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/counts"
@@ -206,29 +205,38 @@ func (s *Store) List(ctx context.Context, f Filter, p page.Request) (_ []Client,
 // commits; on SQLite the transaction holds the write lock anyway.
 func (s *Store) Get(ctx context.Context, tx *gorm.DB, id int64) (*Client, error) {
 	if tx == nil {
-		return s.get(ctx, s.db.DB, id)
+		return s.read(ctx, s.db.DB, getClient, id)
 	}
-	q := tx
-	if s.db.Dialect == db.Postgres {
-		q = tx.Clauses(clause.Locking{Strength: "KEY SHARE"})
-	}
-	return s.get(ctx, q, id)
+	return s.read(ctx, tx, getClientKeyShare, id)
 }
 
-// clientColumns are Client's columns in the order get scans them.
+// clientColumns are Client's columns in the order read scans them.
 const clientColumns = "tenant_id, id, company_name, org_number, country, credit_limit, name_key, created_at, updated_at"
 
-// get reads one client, scanning the row itself rather than through GORM's
-// reflection (db.ScanOne: the hot read of GET /clients/{id}).
-func (s *Store) get(ctx context.Context, q *gorm.DB, id int64) (*Client, error) {
+// The read of one client, written as SQL (db.Query) rather than built by
+// GORM per request: it is the hot read of GET /clients/{id}. In a
+// transaction PostgreSQL takes a row lock (KEY SHARE for readers, UPDATE
+// for writers); SQLite's transaction holds the write lock already.
+var (
+	getClient          = db.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1")
+	getClientKeyShare  = db.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1 FOR KEY SHARE")
+	getClientForUpdate = db.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1 FOR UPDATE")
+)
+
+// read runs q (one of the reads above) for the current tenant's client id
+// on h, a handle or a transaction.
+func (s *Store) read(ctx context.Context, h *gorm.DB, q db.Query, id int64) (*Client, error) {
+	if s.db.Dialect != db.Postgres {
+		q = getClient
+	}
 	var c Client
-	err := db.ScanOne(tenant.Scope(ctx, q).Table("clients").Select(clientColumns).Where("id = ?", id).Limit(1),
+	err := q.One(ctx, h, []any{tenant.ID(ctx), id},
 		&c.TenantID, &c.ID, &c.CompanyName, &c.OrgNumber, &c.Country, &c.CreditLimit, &c.NameKey, &c.CreatedAt, &c.UpdatedAt)
 	switch {
 	case errors.Is(err, db.ErrNoRows):
 		return nil, apperr.E(apperr.NotFound, "client not found")
 	case err != nil:
-		return nil, fmt.Errorf("clients.Get(%d): %w", id, err)
+		return nil, fmt.Errorf("clients: read %d: %w", id, err)
 	}
 	return &c, nil
 }
@@ -296,7 +304,7 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (_ *Client, err e
 	var c *Client
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var err error
-		if c, err = s.get(ctx, s.db.ForUpdate(tx), id); err != nil {
+		if c, err = s.read(ctx, tx, getClientForUpdate, id); err != nil {
 			return err
 		}
 		changes := map[string]any{}
@@ -344,7 +352,7 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 		// The row lock makes a concurrent act insert (whose foreign-key
 		// check takes a KEY SHARE lock on this row) wait for us or us for it,
 		// so the check below sees every committed act.
-		if _, err := s.get(ctx, s.db.ForUpdate(tx), id); err != nil {
+		if _, err := s.read(ctx, tx, getClientForUpdate, id); err != nil {
 			return err
 		}
 		var n int64
