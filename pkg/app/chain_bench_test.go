@@ -11,12 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/money"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
@@ -25,8 +28,11 @@ import (
 // BenchmarkGetClientChain measures the CPU cost of the middleware chain in
 // process (no sockets): GET /api/1.0/clients/{id} through the full server
 // (token check answered from memory, as with a warm token cache) against a
-// bare echo handler running the same store query, on PostgreSQL
-// (FINSVC_TEST_DATABASE_URL) or SQLite.
+// bare echo handler running the same store query and, on PostgreSQL, one
+// doing a pgxpool QueryRow of the same row, on PostgreSQL
+// (FINSVC_TEST_DATABASE_URL) or SQLite. CPU per request, not ns/op, is
+// the figure to compare on a busy machine; instructions per request
+// (perf stat, GOMAXPROCS=1, BENCHMARKS.md) the steadiest.
 //
 //	go test -run - -bench GetClientChain -benchmem ./pkg/app
 func BenchmarkGetClientChain(b *testing.B) {
@@ -76,6 +82,39 @@ func BenchmarkGetClientChain(b *testing.B) {
 			}
 			b.Run("full", func(b *testing.B) { run(b, full, fmt.Sprintf("/api/1.0/clients/%d", c.ID), true) })
 			b.Run("bare", func(b *testing.B) { run(b, bare, fmt.Sprintf("/bare/clients/%d", c.ID), false) })
+			if dialect == db.Postgres {
+				// The floor: the same row through pgxpool alone (no GORM, no
+				// database/sql), the tenant from the Host in a map, as
+				// bench's pgx baseline does.
+				pooled, _ := testdb.URLs(b, d)
+				cfg, err := pgxpool.ParseConfig(pooled)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec // what pkg/db sets
+				pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(pool.Close)
+				hosts := map[string]int64{acme.Host: acme.Tenant.ID}
+				bare.GET("/pgx/clients/:id", func(ec echo.Context) error {
+					tid, ok := hosts[ec.Request().Host]
+					if !ok {
+						return ec.NoContent(http.StatusNotFound)
+					}
+					id, _ := strconv.ParseInt(ec.Param("id"), 10, 64)
+					var cl clients.Client
+					err := pool.QueryRow(ec.Request().Context(),
+						"SELECT tenant_id, id, company_name, org_number, country, credit_limit, name_key, created_at, updated_at FROM clients WHERE tenant_id = $1 AND id = $2",
+						tid, id).Scan(&cl.TenantID, &cl.ID, &cl.CompanyName, &cl.OrgNumber, &cl.Country, &cl.CreditLimit, &cl.NameKey, &cl.CreatedAt, &cl.UpdatedAt)
+					if err != nil {
+						return err
+					}
+					return ec.JSON(http.StatusOK, &cl)
+				})
+				b.Run("pgx", func(b *testing.B) { run(b, bare, fmt.Sprintf("/pgx/clients/%d", c.ID), false) })
+			}
 		})
 	}
 }
