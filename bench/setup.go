@@ -24,7 +24,6 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/cluster"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -190,7 +189,7 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 		}
 		bare.DefaultHTTPErrorHandler(err, c)
 	}
-	routeBaselines(bare, pool, hostTenants{host: tn.ID}, tn, clients.NewStore(d), acts.NewStore(d, nil))
+	routeBaselines(bare, pool, hostTenants{host: tn.ID}, tn, d.DB, acts.NewStore(d, nil))
 	url, stop, err = serve(cfg, bare)
 	if err != nil {
 		e.Close()
