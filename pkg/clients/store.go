@@ -213,24 +213,24 @@ func (s *Store) Get(ctx context.Context, tx *gorm.DB, id int64) (*Client, error)
 // clientColumns are Client's columns in the order read scans them.
 const clientColumns = "tenant_id, id, company_name, org_number, country, credit_limit, name_key, created_at, updated_at"
 
-// The read of one client, written as SQL (db.Query) rather than built by
-// GORM per request: it is the hot read of GET /clients/{id}. In a
+// The read of one client, written as SQL (tenant.Query, db.Query) rather
+// than built by GORM per request: it is the hot read of GET /clients/{id}. In a
 // transaction PostgreSQL takes a row lock (KEY SHARE for readers, UPDATE
 // for writers); SQLite's transaction holds the write lock already.
 var (
-	getClient          = db.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1")
-	getClientKeyShare  = db.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1 FOR KEY SHARE")
-	getClientForUpdate = db.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1 FOR UPDATE")
+	getClient          = tenant.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1")
+	getClientKeyShare  = tenant.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1 FOR KEY SHARE")
+	getClientForUpdate = tenant.NewQuery("SELECT " + clientColumns + " FROM clients WHERE tenant_id = ? AND id = ? LIMIT 1 FOR UPDATE")
 )
 
 // read runs q (one of the reads above) for the current tenant's client id
 // on h, a handle or a transaction.
-func (s *Store) read(ctx context.Context, h *gorm.DB, q db.Query, id int64) (*Client, error) {
+func (s *Store) read(ctx context.Context, h *gorm.DB, q tenant.Query, id int64) (*Client, error) {
 	if s.db.Dialect != db.Postgres {
 		q = getClient
 	}
 	var c Client
-	err := q.One(ctx, h, []any{tenant.ID(ctx), id},
+	err := q.One(ctx, h, []any{id},
 		&c.TenantID, &c.ID, &c.CompanyName, &c.OrgNumber, &c.Country, &c.CreditLimit, &c.NameKey, &c.CreatedAt, &c.UpdatedAt)
 	switch {
 	case errors.Is(err, db.ErrNoRows):

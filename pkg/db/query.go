@@ -24,9 +24,10 @@ import (
 // a transaction, a traced request) it runs through GORM's Raw, so the one
 // statement serves both dialects and counts as one query (CountQueries).
 //
-// A Query names its tenant condition itself ("WHERE tenant_id = ? AND …",
-// tenant.ID(ctx) first among the arguments): it is for the few reads
-// measured to need it; every other read is built with tenant.Scope.
+// Reads of tenant data use it through tenant.Query, which supplies the
+// tenant condition as tenant.Scope does for GORM-built queries. It is for
+// the few reads measured to need it; every other read is built by GORM.
+// Arguments are scalars (GORM's Raw would expand a slice; pgx would not).
 type Query struct {
 	text   string // ? placeholders (GORM's Raw converts them per dialect)
 	pgText string // $1, $2, … for pgx
