@@ -276,15 +276,7 @@ func profileIf(o options, scenario string) (func(), error) {
 	if o.cpuProfile == "" || o.only != scenario {
 		return func() {}, nil
 	}
-	f, err := os.Create(o.cpuProfile)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return startProfile(o.cpuProfile)
 }
 
 func envOr(k, def string) string {

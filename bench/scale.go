@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -276,15 +275,7 @@ func scaleProfile(o options, name string) (func(), error) {
 	if o.cpuProfile == "" || o.scaleProfile == "" || !strings.HasPrefix(name, o.scaleProfile) {
 		return func() {}, nil
 	}
-	f, err := os.Create(o.cpuProfile)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return startProfile(o.cpuProfile)
 }
 
 // seedTemplate writes template 1 of the big tenant, whose scalePoints
