@@ -44,6 +44,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/docs"
 	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/idempotency"
+	"github.com/finsvc/finsvc/pkg/janitor"
 	"github.com/finsvc/finsvc/pkg/metrics"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/ratelimit"
@@ -147,6 +148,7 @@ type App struct {
 	worker    *delivery.Worker // started by Start; nil WithoutDeliveries
 	janitor   *oauth.Janitor
 	retention *retention.Purger
+	stats     *janitor.Statistics // SQLite's planner statistics
 	cache     *authcache.Cache // nil unless PostgreSQL with a database URL
 
 	// closers release what New opened, in reverse order.
@@ -242,6 +244,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	}
 	a.janitor = oauth.NewJanitor(a.db, a.log)
 	a.retention = retention.New(a.db, cfg.EventRetention, a.log)
+	a.stats = janitor.NewStatistics(a.db, a.log)
 	a.metrics = metrics.New(a.db)
 
 	// The webhook context: events written by acts, fetch requests and
@@ -407,6 +410,8 @@ func (a *App) Start(ctx context.Context) error {
 	a.stopFns = append(a.stopFns, a.janitor.Stop)
 	a.retention.Start(bg)
 	a.stopFns = append(a.stopFns, a.retention.Stop)
+	a.stats.Start(bg) // nothing on PostgreSQL
+	a.stopFns = append(a.stopFns, a.stats.Stop)
 	if a.cache != nil {
 		lctx, cancel := context.WithCancel(bg)
 		done := make(chan struct{})

@@ -157,6 +157,7 @@ func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger)
 		d.Close()
 		return nil, fmt.Errorf("db: connect to %s: %w", dialect, err)
 	}
+	d.optimizeOnOpen(ctx)
 	return d, nil
 }
 

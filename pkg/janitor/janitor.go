@@ -1,6 +1,7 @@
 // Package janitor runs periodic maintenance in the background: the OAuth
-// purge of expired state and the retention purge of old events,
-// deliveries and fetch requests. Every replica runs its own; the work each
+// purge of expired state, the retention purge of old events,
+// deliveries and fetch requests, and (Statistics) the refresh of SQLite's
+// planner statistics. Every replica runs its own; the work each
 // run does must be idempotent and safe beside other replicas' runs.
 package janitor
 

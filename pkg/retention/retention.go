@@ -137,9 +137,9 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 // analyze refreshes table's planner statistics on PostgreSQL after a large
 // purge (see AnalyzeAfter). A failure is logged, not returned: the rows are
 // gone either way, and autovacuum will analyze the table in its own time.
-// SQLite: nothing. The service never runs ANALYZE there, so its planner
-// uses fixed heuristics that deleted rows cannot make stale, and a first
-// ANALYZE would read every row and change the plans of every query.
+// SQLite: nothing here. Its statistics are kept by the statistics janitor
+// (janitor.Statistics, PRAGMA optimize), which re-analyzes a table once its
+// size has changed tenfold, a large purge included.
 func (p *Purger) analyze(ctx context.Context, table string, deleted int64) {
 	if p.db.Dialect != db.Postgres {
 		return
