@@ -149,7 +149,7 @@ type App struct {
 	janitor   *oauth.Janitor
 	retention *retention.Purger
 	stats     *janitor.Statistics // SQLite's planner statistics
-	cache     *authcache.Cache // nil unless PostgreSQL with a database URL
+	cache     *authcache.Cache    // nil unless PostgreSQL with a database URL
 
 	// closers release what New opened, in reverse order.
 	closers []func() error
