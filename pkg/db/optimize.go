@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // optimizeOnOpenTimeout bounds the statistics refresh Open runs on SQLite.
@@ -17,13 +19,17 @@ const optimizeOnOpenTimeout = 30 * time.Second
 // 0x10000 checks every table, not only those this connection has queried
 // (the pool hands the pragma to any of its connections). A table needs it
 // when it has rows and was never analyzed, or when its size has changed
-// tenfold since it was; the others cost a look at their size. Since SQLite
-// 3.46 the ANALYZE it runs samples a bounded number of rows of each index
-// (a temporary analysis_limit), so it stays short on a large file: 10M
-// data points and 1M clients are analyzed in well under a second
-// (BENCHMARKS.md, "SQLite"). Measured on the embedded SQLite 3.54: a table
-// never analyzed is analyzed, an empty one is left for a later run.
+// tenfold since it was; the others cost a look at their size. Measured on
+// the embedded SQLite 3.54: a table never analyzed is analyzed, an empty
+// one is left for a later run.
 const sqliteOptimize = "PRAGMA optimize=0x10002"
+
+// sqliteAnalysisLimit bounds the ANALYZE that PRAGMA optimize runs to about
+// a thousand rows of each index. Without it the embedded SQLite read every
+// row: 44 s with the write lock held on the benchmark's 3 GB file (1M
+// clients, 10M data points; BENCHMARKS.md, "SQLite"), the documented
+// automatic limit notwithstanding.
+const sqliteAnalysisLimit = "PRAGMA analysis_limit=1000"
 
 // Optimize refreshes the query planner's statistics where they are missing
 // or stale. On SQLite that is PRAGMA optimize (sqliteOptimize): without
@@ -38,7 +44,14 @@ func (d *DB) Optimize(ctx context.Context) error {
 	if d.Dialect != SQLite {
 		return nil
 	}
-	return d.WithContext(ctx).Exec(sqliteOptimize).Error
+	// analysis_limit is the connection's: set it on the one that runs the
+	// pragma. It stays set there; the service runs no other ANALYZE.
+	return d.WithContext(ctx).Connection(func(c *gorm.DB) error {
+		if err := c.Exec(sqliteAnalysisLimit).Error; err != nil {
+			return err
+		}
+		return c.Exec(sqliteOptimize).Error
+	})
 }
 
 // optimizeOnOpen runs Optimize once for a freshly opened SQLite database,

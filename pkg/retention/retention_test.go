@@ -178,9 +178,16 @@ func TestLargePurgeAnalyzes(t *testing.T) {
 			t.Fatalf("at the threshold: deliveries analyzed %d times (was %d), events %d (was %d); want %d more each", d1, d0, e1, e0, want)
 		}
 		if d.Dialect == db.SQLite {
+			// Open may have analyzed other tables (db.Optimize); the
+			// purge analyzes neither of its own.
 			var n int64
-			if err := d.Raw("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").Scan(&n).Error; err != nil || n != 0 {
-				t.Fatalf("SQLite: sqlite_stat1 tables %d (%v); want none, the purge must not ANALYZE", n, err)
+			if err := d.Raw("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				if err := d.Raw("SELECT count(*) FROM sqlite_stat1 WHERE tbl IN ('delivery_history', 'events')").Scan(&n).Error; err != nil || n != 0 {
+					t.Fatalf("SQLite: %d sqlite_stat1 rows of the purged tables (%v); want none, the purge must not ANALYZE", n, err)
+				}
 			}
 		}
 	})
