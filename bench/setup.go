@@ -27,6 +27,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/cluster"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/jsonlog"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/server"
 	"github.com/finsvc/finsvc/pkg/tenant"
@@ -140,7 +141,7 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 	// with a budget the benchmark cannot exhaust.
 	cfg.RateLimitRPS, cfg.RateLimitBurst = 1e6, 1_000_000
 	cfg.WebhookAllowPrivate = true
-	logger := slog.New(slog.NewJSONHandler(logOut, nil)) // production format
+	logger := slog.New(jsonlog.New(logOut, nil)) // production format (config.NewLogger)
 
 	tn, err := tenant.NewStore(d).Create(ctx, slug, "Bench")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/jsonlog"
 	"github.com/finsvc/finsvc/pkg/money"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
@@ -42,8 +43,8 @@ func BenchmarkGetClientChain(b *testing.B) {
 			env := apitest.New(b, apitest.WithDB(d),
 				apitest.WithConfig(func(c *config.Config) { c.RateLimitRPS, c.RateLimitBurst = 1e6, 1_000_000 }),
 				apitest.WithApp(
-					app.WithTenants(tenant.NewStore(d)),                             // production's cached resolver
-					app.WithLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))) // production's format
+					app.WithTenants(tenant.NewStore(d)),                     // production's cached resolver
+					app.WithLogger(slog.New(jsonlog.New(io.Discard, nil))))) // production's format (config.NewLogger)
 			acme := env.Tenant("acme")
 			tok := acme.AdminToken()
 			c, err := clients.NewStore(d).Create(acme.Ctx, clients.Input{CompanyName: "Bench AB", OrgNumber: "5560000001", Country: "SE", CreditLimit: money.MustParse("1000.50")})
