@@ -94,7 +94,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		status := Status(err)
 		if status >= 500 {
 			log.ErrorContext(c.Request().Context(), "request failed",
-				"request_id", c.Response().Header().Get(headerRequestID),
+				"request_id", RequestIDOf(c),
 				"method", c.Request().Method, "path", c.Path(), "error", err)
 		}
 		if status == http.StatusUnauthorized {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -24,29 +23,51 @@ import (
 // headerRequestID is the response header the spec names (section 5.8).
 const headerRequestID = "request_id"
 
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+// requestIDKey is the header's key as net/http stores it: the middleware
+// writes and reads the map directly, without canonicalizing per request.
+var requestIDKey = http.CanonicalHeaderKey(headerRequestID)
+
+// validRequestID reports whether id is 1 to 128 of [A-Za-z0-9._-].
+func validRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // requestID reuses a sane incoming X-Request-Id (so a proxy's id follows the
 // request through our logs) or makes a new one, and sets it on the response
-// before anything else can fail.
+// before anything else can fail. The response header is also where
+// RequestIDOf reads it.
 func requestID() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			id := c.Request().Header.Get(echo.HeaderXRequestID)
-			if !validRequestID.MatchString(id) {
+			if !validRequestID(id) {
 				var b [12]byte
 				_, _ = rand.Read(b[:])
 				id = hex.EncodeToString(b[:])
 			}
-			c.Response().Header().Set(headerRequestID, id)
-			c.Set(headerRequestID, id)
+			c.Response().Header()[requestIDKey] = []string{id}
 			return next(c)
 		}
 	}
 }
 
 // RequestIDOf returns the request id of c.
-func RequestIDOf(c echo.Context) string { s, _ := c.Get(headerRequestID).(string); return s }
+func RequestIDOf(c echo.Context) string {
+	if v := c.Response().Header()[requestIDKey]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // accessLog writes one structured line per request: request id, tenant,
 // route (the pattern, not the raw path, so ids and tokens in URLs never reach

@@ -195,13 +195,17 @@ func textGuard(next echo.HandlerFunc) echo.HandlerFunc {
 		if !isAPI(c) {
 			return next(c)
 		}
+		r := c.Request()
+		ct := r.Header.Get(echo.HeaderContentType)
+		if r.URL.RawQuery == "" && ct == "" {
+			return next(c) // no text to check: most reads
+		}
 		v := &validationError{fields: apperr.FieldErrors{}}
 		for _, k := range textinput.BadValues(c.QueryParams()) {
 			v.structural = true // parameters are the URL's shape, never 422
 			v.fields.Add(printable(k), textinput.Message)
 		}
-		r := c.Request()
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); r.Body != nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		if mt, _, _ := mime.ParseMediaType(ct); r.Body != nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
 				return err // the body limit's 413

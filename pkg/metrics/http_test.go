@@ -132,3 +132,39 @@ func TestRequestLatencyAndTokenChecks(t *testing.T) {
 		t.Error("a raw path (with an id) became a label")
 	}
 }
+
+// TestInventedMethodsShareOneSeries: a method the service does not know is
+// labelled "other", however many a client invents, and cached series are
+// the registry's own (concurrent requests on one series count them all).
+func TestInventedMethodsShareOneSeries(t *testing.T) {
+	env, m := newEnv(t)
+	for i := range 5 {
+		req, _ := http.NewRequest(fmt.Sprintf("BREW%d", i), env.Server.URL+"/healthz", nil)
+		if code := env.Send("x", req).Code; code != http.StatusNotFound {
+			t.Fatalf("BREW%d /healthz: %d", i, code)
+		}
+	}
+	if n := histogramCount(t, m, "other", "unmatched", "404"); n != 5 {
+		t.Fatalf(`invented methods on /healthz observed %d times as "other", want 5`, n)
+	}
+	for i := range 5 {
+		if n := histogramCount(t, m, fmt.Sprintf("BREW%d", i), "unmatched", "404"); n != 0 {
+			t.Fatalf("method BREW%d became a label", i)
+		}
+	}
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 25 {
+				env.Do("x", "GET", "/healthz", "", nil)
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	if n := histogramCount(t, m, "GET", "/healthz", "200"); n != 200 {
+		t.Fatalf("GET /healthz observed %d times from 8 racing clients, want 200", n)
+	}
+}

@@ -73,6 +73,10 @@ var (
 	})
 )
 
+// tokenCounters are the token check counters by outcome, resolved once:
+// a check runs on every API request.
+var tokenCounters = map[string]prometheus.Counter{}
+
 func init() {
 	// Zero series exist from the start, so rate() works before the first
 	// event of a kind.
@@ -80,7 +84,7 @@ func init() {
 		deliveries.WithLabelValues(o)
 	}
 	for _, o := range []string{TokenValid, TokenInvalid, TokenError} {
-		tokenChecks.WithLabelValues(o)
+		tokenCounters[o] = tokenChecks.WithLabelValues(o)
 	}
 }
 
@@ -89,7 +93,13 @@ func init() {
 func DeliveryOutcome(outcome string) { deliveries.WithLabelValues(outcome).Inc() }
 
 // TokenCheck counts one bearer token check (see the Token* constants).
-func TokenCheck(outcome string) { tokenChecks.WithLabelValues(outcome).Inc() }
+func TokenCheck(outcome string) {
+	if c, ok := tokenCounters[outcome]; ok {
+		c.Inc()
+		return
+	}
+	tokenChecks.WithLabelValues(outcome).Inc()
+}
 
 // RateLimited counts one request refused by the rate limits.
 func RateLimited(budget string) { rateLimited.WithLabelValues(budget).Inc() }
@@ -101,6 +111,39 @@ func RateLimitFallback() { rateLimitFallbacks.Inc() }
 type Metrics struct {
 	reg      *prometheus.Registry
 	duration *prometheus.HistogramVec
+	// observers caches duration's series by label values: resolving one
+	// (label checks, hashing, a locked map) on every request cost more
+	// than the observation. The keys are bounded: routes are patterns,
+	// methods one of methods, statuses what the service answers.
+	observers sync.Map // series → prometheus.Observer
+}
+
+type series struct {
+	method, route string
+	status        int
+}
+
+// methods are the methods a label may name; any other is "other", so that a
+// client inventing methods cannot invent series.
+var methods = map[string]string{
+	http.MethodGet: http.MethodGet, http.MethodHead: http.MethodHead, http.MethodPost: http.MethodPost,
+	http.MethodPut: http.MethodPut, http.MethodPatch: http.MethodPatch, http.MethodDelete: http.MethodDelete,
+	http.MethodOptions: http.MethodOptions,
+}
+
+func (m *Metrics) observer(method, route string, status int) prometheus.Observer {
+	if mm, ok := methods[method]; ok {
+		method = mm
+	} else {
+		method = "other"
+	}
+	k := series{method, route, status}
+	if o, ok := m.observers.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.duration.WithLabelValues(method, route, strconv.Itoa(status))
+	m.observers.Store(k, o)
+	return o
 }
 
 // New builds the registry. d (may be nil) backs the outbox depth gauge.
@@ -153,7 +196,7 @@ func (m *Metrics) Middleware() echo.MiddlewareFunc {
 			if route == "" || strings.HasSuffix(route, "/*") {
 				route = "unmatched" // no route: the raw path must not become a label
 			}
-			m.duration.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
+			m.observer(c.Request().Method, route, status).Observe(time.Since(start).Seconds())
 			return err
 		}
 	}
