@@ -39,7 +39,7 @@ func (h *Handlers) GetClient(ctx context.Context, req apiserver.GetClientRequest
 	if err != nil {
 		return nil, err
 	}
-	return apiserver.GetClient200JSONResponse(clientJSON(c)), nil
+	return clientBody(clientJSON(c)), nil
 }
 
 // CreateClient is POST /clients.
