@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/finsvc/finsvc/pkg/jsonenc"
 )
 
 var reasonTableTooLarge = "must be at most " + strconv.Itoa(MaxTableBytes) + " bytes long"
@@ -189,51 +191,10 @@ func syntaxReason(err error) string {
 }
 
 // appendJSONString writes s as a JSON string with minimal, deterministic
-// escaping. Unlike encoding/json it does not escape <, > and &: the value is
-// data, not HTML, and the canonical form should read as written.
+// escaping (jsonenc.Minimal). Unlike encoding/json it does not escape <, >
+// and &: the value is data, not HTML, and the canonical form should read as
+// written. Cells are valid UTF-8 (checked on entry).
 func appendJSONString(b *strings.Builder, s string) {
-	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b.WriteString(s[start:i])
-			switch c {
-			case '"', '\\':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case '\n':
-				b.WriteString(`\n`)
-			case '\r':
-				b.WriteString(`\r`)
-			case '\t':
-				b.WriteString(`\t`)
-			default:
-				b.WriteString(`\u00`)
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\u2028' || r == '\u2029' {
-			// Valid JSON but line terminators in JavaScript source.
-			b.WriteString(s[start:i])
-			b.WriteString(`\u202`)
-			b.WriteByte(hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
+	var buf [128]byte
+	b.Write(jsonenc.Minimal(buf[:0], s))
 }

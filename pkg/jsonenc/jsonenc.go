@@ -11,32 +11,44 @@ import (
 )
 
 // String appends s as a JSON string escaped as encoding/json escapes it by
-// default: quote, backslash and control bytes, HTML's <, > and &, invalid
-// UTF-8 as U+FFFD, and U+2028 and U+2029.
-func String(b []byte, s string) []byte {
+// default: quote, backslash and control bytes (\b, \f, \n, \r and \t
+// short), HTML's <, > and &, invalid UTF-8 as U+FFFD, and U+2028 and
+// U+2029.
+func String(b []byte, s string) []byte { return appendString(b, s, true) }
+
+// Minimal appends s as log/slog's JSON handler escapes it, the least JSON
+// allows plus U+2028 and U+2029: quote, backslash and control bytes (only
+// \n, \r and \t short), invalid UTF-8 as U+FFFD; HTML characters stay as
+// written. It is jsonlog's escaping and the canonical form of table values
+// (pkg/fieldtype), which are data, not HTML.
+func Minimal(b []byte, s string) []byte { return appendString(b, s, false) }
+
+// appendString is String (encodingJSON) or Minimal: the two differ in
+// HTML's characters and in \b and \f.
+func appendString(b []byte, s string, encodingJSON bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!encodingJSON || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
+			switch {
+			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
+			case c == '\n':
 				b = append(b, '\\', 'n')
-			case '\r':
+			case c == '\r':
 				b = append(b, '\\', 'r')
-			case '\t':
+			case c == '\t':
 				b = append(b, '\\', 't')
+			case c == '\b' && encodingJSON:
+				b = append(b, '\\', 'b')
+			case c == '\f' && encodingJSON:
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 			}

@@ -1,7 +1,10 @@
 package jsonenc_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -30,7 +33,24 @@ func TestString(t *testing.T) {
 		if got := jsonenc.String(nil, s); string(got) != string(want) {
 			t.Fatalf("String(%q) = %s, encoding/json writes %s", s, got, want)
 		}
+		if got, want := jsonenc.Minimal(nil, s), slogString(t, s); string(got) != want {
+			t.Fatalf("Minimal(%q) = %s, slog writes %s", s, got, want)
+		}
 	}
+}
+
+// slogString is s as log/slog's JSON handler writes a message.
+func slogString(t *testing.T, s string) string {
+	var b bytes.Buffer
+	if err := slog.NewJSONHandler(&b, nil).Handle(context.Background(), slog.NewRecord(time.Time{}, slog.LevelInfo, s, 0)); err != nil {
+		t.Fatal(err)
+	}
+	const prefix = `{"level":"INFO","msg":`
+	line := b.String()
+	if !strings.HasPrefix(line, prefix) || !strings.HasSuffix(line, "}\n") {
+		t.Fatalf("slog wrote %q", line)
+	}
+	return line[len(prefix) : len(line)-2]
 }
 
 // TestTime: MarshalJSON's bytes, and false exactly where it fails.

@@ -22,7 +22,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/finsvc/finsvc/pkg/jsonenc"
 )
 
 // Handler writes JSON lines. Build it with New.
@@ -95,12 +96,12 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendString(b, r.Level.String())
+	b = jsonenc.Minimal(b, r.Level.String())
 	b = append(b, `,"msg":`...)
-	b = appendString(b, r.Message)
+	b = jsonenc.Minimal(b, r.Message)
 	r.Attrs(func(a slog.Attr) bool {
 		b = append(b, ',')
-		b = appendString(b, a.Key)
+		b = jsonenc.Minimal(b, a.Key)
 		b = append(b, ':')
 		b = appendValue(b, a.Value)
 		return true
@@ -148,7 +149,7 @@ func simple(a slog.Attr) bool {
 func appendValue(b []byte, v slog.Value) []byte {
 	switch v.Kind() {
 	case slog.KindString:
-		return appendString(b, v.String())
+		return jsonenc.Minimal(b, v.String())
 	case slog.KindInt64:
 		return strconv.AppendInt(b, v.Int64(), 10)
 	case slog.KindUint64:
@@ -184,54 +185,3 @@ func appendFloat(b []byte, f float64) []byte {
 	}
 	return b
 }
-
-// appendString writes s quoted and escaped as slog's JSON handler escapes
-// it: quote, backslash and control bytes, invalid UTF-8 as U+FFFD, and
-// U+2028 and U+2029; HTML characters stay as they are.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hex = "0123456789abcdef"
