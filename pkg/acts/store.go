@@ -213,7 +213,8 @@ const dataPointColumns = "tenant_id, id, act_uuid, template_field_id, position, 
 // dataPointsQuery reads an act's data points in order; outside a
 // transaction on PostgreSQL it runs on pgx (db.Query): database/sql's
 // per-value conversion of 200 rows was a quarter of GET /acts/{uuid}'s
-// CPU (BENCHMARKS.md, "The act on pgx").
+// CPU (BENCHMARKS.md, "The middleware chain, the access line and the
+// response body").
 var dataPointsQuery = tenant.NewQuery("SELECT " + dataPointColumns + " FROM data_points WHERE tenant_id = ? AND act_uuid = ? ORDER BY position, id")
 
 func scanDataPoint(p *DataPoint) []any {

@@ -5,13 +5,14 @@
 // Every request writes an access line (pkg/httpapi), so the handler is on
 // the hot path: slog's JSON handler spent about a tenth of a
 // GET /clients/{id}'s instructions on it, mostly in its per-record state,
-// its attribute resolution and a json.Marshal for every float
-// (BENCHMARKS.md, "The access line"). A record whose attributes are all flat
-// scalars (string, integers, bool, duration, time, finite float) is written
-// here directly; anything else (groups, LogValuers, Any values, empty keys,
-// ReplaceAttr, AddSource, WithAttrs/WithGroup) goes to slog.JSONHandler
-// itself, so the output never depends on which path wrote it.
-// TestSameBytes and FuzzSameBytes hold the two to the same bytes.
+// its attribute resolution and a json.Marshal for every float (BENCHMARKS.md,
+// "The middleware chain, the access line and the response body"). A record
+// whose attributes are all flat scalars (string, integers, bool, duration,
+// time, finite float) is written here directly; anything else (groups,
+// LogValuers, Any values, empty keys, ReplaceAttr, AddSource,
+// WithAttrs/WithGroup) goes to slog.JSONHandler itself, so the output never
+// depends on which path wrote it. TestSameBytes and FuzzSameBytes hold the
+// two to the same bytes.
 package jsonlog
 
 import (
