@@ -192,7 +192,8 @@ func (s *Store) Get(ctx context.Context, actUUID uuid.UUID) (_ *Detail, err erro
 func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error) {
 	d := &Detail{Act: *a}
 	var err error
-	d.Data, err = tenant.QueryAll(ctx, q, dataPointsQuery, []any{a.UUID}, 64, scanDataPoint)
+	d.Data, err = db.ScanAll(tenant.Scope(ctx, q).Table("data_points").Select(dataPointColumns).
+		Where("act_uuid = ?", a.UUID).Order("position, id"), 64, scanDataPoint)
 	if err != nil {
 		return nil, fmt.Errorf("load data points: %w", err)
 	}
@@ -209,13 +210,6 @@ func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error)
 // GORM's reflection (db.ScanAll): for 200 of them that scan cost more than
 // the query (BENCHMARKS.md, "Load").
 const dataPointColumns = "tenant_id, id, act_uuid, template_field_id, position, key, name, type, source, options, value, source_value, revision, updated_at, last_fetch_request_id"
-
-// dataPointsQuery reads an act's data points in order; outside a
-// transaction on PostgreSQL it runs on pgx (db.Query): database/sql's
-// per-value conversion of 200 rows was a quarter of GET /acts/{uuid}'s
-// CPU (BENCHMARKS.md, "The middleware chain, the access line and the
-// response body").
-var dataPointsQuery = tenant.NewQuery("SELECT " + dataPointColumns + " FROM data_points WHERE tenant_id = ? AND act_uuid = ? ORDER BY position, id")
 
 func scanDataPoint(p *DataPoint) []any {
 	return []any{&p.TenantID, &p.ID, &p.ActUUID, &p.TemplateFieldID, &p.Position, &p.Key, &p.Name, &p.Type, &p.Source,
@@ -234,21 +228,9 @@ func latestFetch(ctx context.Context, q *gorm.DB, actUUID uuid.UUID, ids []int64
 		Error          *string
 		ExpiresAt      time.Time
 	}
-	dest := func(r *row) []any {
+	rows, err := db.ScanAll(latestFetchQuery(ctx, q, actUUID, ids), 64, func(r *row) []any {
 		return []any{&r.DataPointID, &r.FetchRequestID, &r.State, &r.Error, &r.ExpiresAt}
-	}
-	var rows []row
-	var err error
-	if ids == nil {
-		// The whole act (GET /acts/{uuid}): a db.Query, on pgx where it can.
-		lq := latestFetchAll
-		if q.Dialector.Name() == db.SQLite {
-			lq = latestFetchAllSQLite
-		}
-		rows, err = tenant.QueryAll(ctx, q, lq, []any{actUUID}, 64, dest)
-	} else {
-		rows, err = db.ScanAll(latestFetchQuery(ctx, q, actUUID, ids), 64, dest)
-	}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("acts: latest fetch states: %w", err)
 	}
@@ -271,33 +253,21 @@ func latestFetch(ctx context.Context, q *gorm.DB, actUUID uuid.UUID, ids []int64
 // tenant for each act (GET /acts/{uuid} with 50 data points took 157 ms
 // beside 42,000 fetch fields; BENCHMARKS.md, "SQLite").
 func latestFetchQuery(ctx context.Context, q *gorm.DB, actUUID uuid.UUID, ids []int64) *gorm.DB {
-	text := latestFetchSQL(q.Dialector.Name())
-	if ids == nil {
-		return q.Raw(text, tenant.ID(ctx), actUUID)
-	}
-	return q.Raw(text+" AND data_points.id IN ?", tenant.ID(ctx), actUUID, ids)
-}
-
-// latestFetchSQL is the statement for dialect, scoped to a tenant and an
-// act (its two placeholders).
-func latestFetchSQL(dialect string) string {
 	join := "JOIN"
-	if dialect == db.SQLite {
+	if q.Dialector.Name() == db.SQLite {
 		join = "CROSS JOIN"
 	}
-	return `SELECT data_points.id AS data_point_id, f.fetch_request_id, f.state, f.error, r.expires_at FROM data_points ` +
-		join + ` fetch_request_fields f ON f.tenant_id = data_points.tenant_id
-			AND f.fetch_request_id = data_points.last_fetch_request_id AND f.data_point_id = data_points.id
-		JOIN fetch_requests r ON r.tenant_id = f.tenant_id AND r.id = f.fetch_request_id
-		WHERE data_points.tenant_id = ? AND data_points.act_uuid = ?`
+	sel := tenant.Scope(ctx, q.Table("data_points")).
+		Select(`data_points.id AS data_point_id, f.fetch_request_id, f.state, f.error, r.expires_at`).
+		Joins(join+` fetch_request_fields f ON f.tenant_id = data_points.tenant_id
+			AND f.fetch_request_id = data_points.last_fetch_request_id AND f.data_point_id = data_points.id`).
+		Joins("JOIN fetch_requests r ON r.tenant_id = f.tenant_id AND r.id = f.fetch_request_id").
+		Where("data_points.act_uuid = ?", actUUID)
+	if ids != nil {
+		sel = sel.Where("data_points.id IN ?", ids)
+	}
+	return sel
 }
-
-// latestFetchAll and latestFetchAllSQLite are latestFetchSQL for a whole
-// act, as db.Queries (see dataPointsQuery).
-var (
-	latestFetchAll       = tenant.NewQuery(latestFetchSQL(db.Postgres))
-	latestFetchAllSQLite = tenant.NewQuery(latestFetchSQL(db.SQLite))
-)
 
 // insert numbers a new act and writes it. The clock is read after the
 // number is taken (the tenant's sequence row stays locked until commit), so

@@ -33,9 +33,3 @@ func NewQuery(sqlText string) Query {
 func (q Query) One(ctx context.Context, h *gorm.DB, args []any, dest ...any) error {
 	return q.q.One(ctx, h, append([]any{ID(ctx)}, args...), dest...)
 }
-
-// QueryAll runs q for the tenant of ctx on h, as One does, and scans every
-// row into a T through dest (db.QueryAll).
-func QueryAll[T any](ctx context.Context, h *gorm.DB, q Query, args []any, capacity int, dest func(*T) []any) ([]T, error) {
-	return db.QueryAll(ctx, h, q.q, append([]any{ID(ctx)}, args...), capacity, dest)
-}
