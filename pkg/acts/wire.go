@@ -41,14 +41,16 @@ func APIDataPoint(d *DataPoint, f *FetchState) (models.DataPoint, error) {
 // decoding them was a tenth of GET /acts/{uuid}'s CPU. The shared values
 // are only encoded, never changed.
 func apiDataPoint(d *DataPoint, f *FetchState, memo map[string]*models.FieldOptions) (models.DataPoint, error) {
-	var opts *models.FieldOptions
-	var err error
-	if o, ok := memo[optionsKey(d.Options)]; ok && memo != nil {
-		opts = o
-	} else if opts, err = APIOptions(d.Options); err != nil {
-		return models.DataPoint{}, err
-	} else if memo != nil {
-		memo[optionsKey(d.Options)] = opts
+	key := optionsKey(d.Options)
+	opts, ok := memo[key] // a nil memo has nothing
+	if !ok {
+		var err error
+		if opts, err = APIOptions(d.Options); err != nil {
+			return models.DataPoint{}, err
+		}
+		if memo != nil {
+			memo[key] = opts
+		}
 	}
 	out := models.DataPoint{
 		Id:                d.ID,

@@ -13,8 +13,9 @@ import (
 // It writes what the generated GetClient200JSONResponse writes, byte for
 // byte (TestClientBodyIsTheGenerated), without encoding/json's reflection
 // and its re-scan of each Marshaler's output (two times and a decimal).
-// Writing it so saves about 4 % of the request's instructions (BENCHMARKS.md, "The middleware chain, the access line and the
-// response body").
+// Writing it so saves about 4 % of the request's instructions
+// (BENCHMARKS.md, "The middleware chain, the access line and the response
+// body").
 type clientBody models.Client
 
 var _ apiserver.GetClientResponseObject = clientBody{}

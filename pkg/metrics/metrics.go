@@ -125,16 +125,13 @@ type series struct {
 
 // methods are the methods a label may name; any other is "other", so that a
 // client inventing methods cannot invent series.
-var methods = map[string]string{
-	http.MethodGet: http.MethodGet, http.MethodHead: http.MethodHead, http.MethodPost: http.MethodPost,
-	http.MethodPut: http.MethodPut, http.MethodPatch: http.MethodPatch, http.MethodDelete: http.MethodDelete,
-	http.MethodOptions: http.MethodOptions,
+var methods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
 }
 
 func (m *Metrics) observer(method, route string, status int) prometheus.Observer {
-	if mm, ok := methods[method]; ok {
-		method = mm
-	} else {
+	if !methods[method] {
 		method = "other"
 	}
 	k := series{method, route, status}
