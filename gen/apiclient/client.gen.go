@@ -5269,6 +5269,8 @@ type ListActsResponse200Headers struct {
 
 // ListActsResponse400Headers the declared response headers of an HTTP 400 response for ListActs
 type ListActsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5286,6 +5288,8 @@ type ListActsResponse401Headers struct {
 
 // ListActsResponse403Headers the declared response headers of an HTTP 403 response for ListActs
 type ListActsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5418,6 +5422,7 @@ func (r ListActsResponse) ContentType() string {
 // CreateActResponse201Headers the declared response headers of an HTTP 201 response for CreateAct
 type CreateActResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5426,6 +5431,8 @@ type CreateActResponse201Headers struct {
 
 // CreateActResponse400Headers the declared response headers of an HTTP 400 response for CreateAct
 type CreateActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5443,6 +5450,8 @@ type CreateActResponse401Headers struct {
 
 // CreateActResponse403Headers the declared response headers of an HTTP 403 response for CreateAct
 type CreateActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5451,6 +5460,8 @@ type CreateActResponse403Headers struct {
 
 // CreateActResponse409Headers the declared response headers of an HTTP 409 response for CreateAct
 type CreateActResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5467,6 +5478,8 @@ type CreateActResponse413Headers struct {
 
 // CreateActResponse422Headers the declared response headers of an HTTP 422 response for CreateAct
 type CreateActResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5633,6 +5646,8 @@ type DeleteActResponse204Headers struct {
 
 // DeleteActResponse400Headers the declared response headers of an HTTP 400 response for DeleteAct
 type DeleteActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5650,6 +5665,8 @@ type DeleteActResponse401Headers struct {
 
 // DeleteActResponse403Headers the declared response headers of an HTTP 403 response for DeleteAct
 type DeleteActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5658,6 +5675,8 @@ type DeleteActResponse403Headers struct {
 
 // DeleteActResponse404Headers the declared response headers of an HTTP 404 response for DeleteAct
 type DeleteActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5799,6 +5818,8 @@ type GetActResponse200Headers struct {
 
 // GetActResponse400Headers the declared response headers of an HTTP 400 response for GetAct
 type GetActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5816,6 +5837,8 @@ type GetActResponse401Headers struct {
 
 // GetActResponse403Headers the declared response headers of an HTTP 403 response for GetAct
 type GetActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5824,6 +5847,8 @@ type GetActResponse403Headers struct {
 
 // GetActResponse404Headers the declared response headers of an HTTP 404 response for GetAct
 type GetActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5972,6 +5997,8 @@ type UpdateActResponse200Headers struct {
 
 // UpdateActResponse400Headers the declared response headers of an HTTP 400 response for UpdateAct
 type UpdateActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5989,6 +6016,8 @@ type UpdateActResponse401Headers struct {
 
 // UpdateActResponse403Headers the declared response headers of an HTTP 403 response for UpdateAct
 type UpdateActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5997,6 +6026,8 @@ type UpdateActResponse403Headers struct {
 
 // UpdateActResponse404Headers the declared response headers of an HTTP 404 response for UpdateAct
 type UpdateActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6162,6 +6193,8 @@ type PutActDataResponse200Headers struct {
 
 // PutActDataResponse400Headers the declared response headers of an HTTP 400 response for PutActData
 type PutActDataResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6179,6 +6212,8 @@ type PutActDataResponse401Headers struct {
 
 // PutActDataResponse403Headers the declared response headers of an HTTP 403 response for PutActData
 type PutActDataResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6187,6 +6222,8 @@ type PutActDataResponse403Headers struct {
 
 // PutActDataResponse404Headers the declared response headers of an HTTP 404 response for PutActData
 type PutActDataResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6195,6 +6232,8 @@ type PutActDataResponse404Headers struct {
 
 // PutActDataResponse409Headers the declared response headers of an HTTP 409 response for PutActData
 type PutActDataResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6211,6 +6250,8 @@ type PutActDataResponse413Headers struct {
 
 // PutActDataResponse422Headers the declared response headers of an HTTP 422 response for PutActData
 type PutActDataResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6386,6 +6427,8 @@ type PutActDataPointResponse200Headers struct {
 
 // PutActDataPointResponse400Headers the declared response headers of an HTTP 400 response for PutActDataPoint
 type PutActDataPointResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6403,6 +6446,8 @@ type PutActDataPointResponse401Headers struct {
 
 // PutActDataPointResponse403Headers the declared response headers of an HTTP 403 response for PutActDataPoint
 type PutActDataPointResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6411,6 +6456,8 @@ type PutActDataPointResponse403Headers struct {
 
 // PutActDataPointResponse404Headers the declared response headers of an HTTP 404 response for PutActDataPoint
 type PutActDataPointResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6419,6 +6466,8 @@ type PutActDataPointResponse404Headers struct {
 
 // PutActDataPointResponse409Headers the declared response headers of an HTTP 409 response for PutActDataPoint
 type PutActDataPointResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6435,6 +6484,8 @@ type PutActDataPointResponse413Headers struct {
 
 // PutActDataPointResponse422Headers the declared response headers of an HTTP 422 response for PutActDataPoint
 type PutActDataPointResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6603,6 +6654,7 @@ func (r PutActDataPointResponse) ContentType() string {
 // DuplicateActResponse201Headers the declared response headers of an HTTP 201 response for DuplicateAct
 type DuplicateActResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6611,6 +6663,8 @@ type DuplicateActResponse201Headers struct {
 
 // DuplicateActResponse400Headers the declared response headers of an HTTP 400 response for DuplicateAct
 type DuplicateActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6628,6 +6682,8 @@ type DuplicateActResponse401Headers struct {
 
 // DuplicateActResponse403Headers the declared response headers of an HTTP 403 response for DuplicateAct
 type DuplicateActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6636,6 +6692,8 @@ type DuplicateActResponse403Headers struct {
 
 // DuplicateActResponse404Headers the declared response headers of an HTTP 404 response for DuplicateAct
 type DuplicateActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6644,6 +6702,8 @@ type DuplicateActResponse404Headers struct {
 
 // DuplicateActResponse409Headers the declared response headers of an HTTP 409 response for DuplicateAct
 type DuplicateActResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6652,6 +6712,8 @@ type DuplicateActResponse409Headers struct {
 
 // DuplicateActResponse422Headers the declared response headers of an HTTP 422 response for DuplicateAct
 type DuplicateActResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6811,6 +6873,7 @@ func (r DuplicateActResponse) ContentType() string {
 // CreateFetchRequestResponse201Headers the declared response headers of an HTTP 201 response for CreateFetchRequest
 type CreateFetchRequestResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6819,6 +6882,8 @@ type CreateFetchRequestResponse201Headers struct {
 
 // CreateFetchRequestResponse400Headers the declared response headers of an HTTP 400 response for CreateFetchRequest
 type CreateFetchRequestResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6836,6 +6901,8 @@ type CreateFetchRequestResponse401Headers struct {
 
 // CreateFetchRequestResponse403Headers the declared response headers of an HTTP 403 response for CreateFetchRequest
 type CreateFetchRequestResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6844,6 +6911,8 @@ type CreateFetchRequestResponse403Headers struct {
 
 // CreateFetchRequestResponse404Headers the declared response headers of an HTTP 404 response for CreateFetchRequest
 type CreateFetchRequestResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6852,6 +6921,8 @@ type CreateFetchRequestResponse404Headers struct {
 
 // CreateFetchRequestResponse409Headers the declared response headers of an HTTP 409 response for CreateFetchRequest
 type CreateFetchRequestResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6868,6 +6939,8 @@ type CreateFetchRequestResponse413Headers struct {
 
 // CreateFetchRequestResponse422Headers the declared response headers of an HTTP 422 response for CreateFetchRequest
 type CreateFetchRequestResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7043,6 +7116,8 @@ type GetFetchRequestResponse200Headers struct {
 
 // GetFetchRequestResponse400Headers the declared response headers of an HTTP 400 response for GetFetchRequest
 type GetFetchRequestResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7060,6 +7135,8 @@ type GetFetchRequestResponse401Headers struct {
 
 // GetFetchRequestResponse403Headers the declared response headers of an HTTP 403 response for GetFetchRequest
 type GetFetchRequestResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7068,6 +7145,8 @@ type GetFetchRequestResponse403Headers struct {
 
 // GetFetchRequestResponse404Headers the declared response headers of an HTTP 404 response for GetFetchRequest
 type GetFetchRequestResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7209,6 +7288,7 @@ func (r GetFetchRequestResponse) ContentType() string {
 // FinalizeActResponse200Headers the declared response headers of an HTTP 200 response for FinalizeAct
 type FinalizeActResponse200Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7217,6 +7297,8 @@ type FinalizeActResponse200Headers struct {
 
 // FinalizeActResponse400Headers the declared response headers of an HTTP 400 response for FinalizeAct
 type FinalizeActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7234,6 +7316,8 @@ type FinalizeActResponse401Headers struct {
 
 // FinalizeActResponse403Headers the declared response headers of an HTTP 403 response for FinalizeAct
 type FinalizeActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7242,6 +7326,8 @@ type FinalizeActResponse403Headers struct {
 
 // FinalizeActResponse404Headers the declared response headers of an HTTP 404 response for FinalizeAct
 type FinalizeActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7250,6 +7336,8 @@ type FinalizeActResponse404Headers struct {
 
 // FinalizeActResponse409Headers the declared response headers of an HTTP 409 response for FinalizeAct
 type FinalizeActResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7258,6 +7346,8 @@ type FinalizeActResponse409Headers struct {
 
 // FinalizeActResponse422Headers the declared response headers of an HTTP 422 response for FinalizeAct
 type FinalizeActResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7424,6 +7514,8 @@ type ListActHistoryResponse200Headers struct {
 
 // ListActHistoryResponse400Headers the declared response headers of an HTTP 400 response for ListActHistory
 type ListActHistoryResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7441,6 +7533,8 @@ type ListActHistoryResponse401Headers struct {
 
 // ListActHistoryResponse403Headers the declared response headers of an HTTP 403 response for ListActHistory
 type ListActHistoryResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7449,6 +7543,8 @@ type ListActHistoryResponse403Headers struct {
 
 // ListActHistoryResponse404Headers the declared response headers of an HTTP 404 response for ListActHistory
 type ListActHistoryResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7597,6 +7693,8 @@ type ListClientsResponse200Headers struct {
 
 // ListClientsResponse400Headers the declared response headers of an HTTP 400 response for ListClients
 type ListClientsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7614,6 +7712,8 @@ type ListClientsResponse401Headers struct {
 
 // ListClientsResponse403Headers the declared response headers of an HTTP 403 response for ListClients
 type ListClientsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7746,6 +7846,7 @@ func (r ListClientsResponse) ContentType() string {
 // CreateClientResponse201Headers the declared response headers of an HTTP 201 response for CreateClient
 type CreateClientResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7754,6 +7855,8 @@ type CreateClientResponse201Headers struct {
 
 // CreateClientResponse400Headers the declared response headers of an HTTP 400 response for CreateClient
 type CreateClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7771,6 +7874,8 @@ type CreateClientResponse401Headers struct {
 
 // CreateClientResponse403Headers the declared response headers of an HTTP 403 response for CreateClient
 type CreateClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7779,6 +7884,8 @@ type CreateClientResponse403Headers struct {
 
 // CreateClientResponse409Headers the declared response headers of an HTTP 409 response for CreateClient
 type CreateClientResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7795,6 +7902,8 @@ type CreateClientResponse413Headers struct {
 
 // CreateClientResponse422Headers the declared response headers of an HTTP 422 response for CreateClient
 type CreateClientResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7961,6 +8070,8 @@ type DeleteClientResponse204Headers struct {
 
 // DeleteClientResponse400Headers the declared response headers of an HTTP 400 response for DeleteClient
 type DeleteClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7978,6 +8089,8 @@ type DeleteClientResponse401Headers struct {
 
 // DeleteClientResponse403Headers the declared response headers of an HTTP 403 response for DeleteClient
 type DeleteClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7986,6 +8099,8 @@ type DeleteClientResponse403Headers struct {
 
 // DeleteClientResponse404Headers the declared response headers of an HTTP 404 response for DeleteClient
 type DeleteClientResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8127,6 +8242,8 @@ type GetClientResponse200Headers struct {
 
 // GetClientResponse400Headers the declared response headers of an HTTP 400 response for GetClient
 type GetClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8144,6 +8261,8 @@ type GetClientResponse401Headers struct {
 
 // GetClientResponse403Headers the declared response headers of an HTTP 403 response for GetClient
 type GetClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8152,6 +8271,8 @@ type GetClientResponse403Headers struct {
 
 // GetClientResponse404Headers the declared response headers of an HTTP 404 response for GetClient
 type GetClientResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8300,6 +8421,8 @@ type UpdateClientResponse200Headers struct {
 
 // UpdateClientResponse400Headers the declared response headers of an HTTP 400 response for UpdateClient
 type UpdateClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8317,6 +8440,8 @@ type UpdateClientResponse401Headers struct {
 
 // UpdateClientResponse403Headers the declared response headers of an HTTP 403 response for UpdateClient
 type UpdateClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8325,6 +8450,8 @@ type UpdateClientResponse403Headers struct {
 
 // UpdateClientResponse404Headers the declared response headers of an HTTP 404 response for UpdateClient
 type UpdateClientResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8490,6 +8617,8 @@ type GetLatestClientActResponse200Headers struct {
 
 // GetLatestClientActResponse400Headers the declared response headers of an HTTP 400 response for GetLatestClientAct
 type GetLatestClientActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8507,6 +8636,8 @@ type GetLatestClientActResponse401Headers struct {
 
 // GetLatestClientActResponse403Headers the declared response headers of an HTTP 403 response for GetLatestClientAct
 type GetLatestClientActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8515,6 +8646,8 @@ type GetLatestClientActResponse403Headers struct {
 
 // GetLatestClientActResponse404Headers the declared response headers of an HTTP 404 response for GetLatestClientAct
 type GetLatestClientActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8663,6 +8796,8 @@ type ListDeletedActsResponse200Headers struct {
 
 // ListDeletedActsResponse400Headers the declared response headers of an HTTP 400 response for ListDeletedActs
 type ListDeletedActsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8680,6 +8815,8 @@ type ListDeletedActsResponse401Headers struct {
 
 // ListDeletedActsResponse403Headers the declared response headers of an HTTP 403 response for ListDeletedActs
 type ListDeletedActsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8819,6 +8956,8 @@ type ListDeletedClientsResponse200Headers struct {
 
 // ListDeletedClientsResponse400Headers the declared response headers of an HTTP 400 response for ListDeletedClients
 type ListDeletedClientsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8836,6 +8975,8 @@ type ListDeletedClientsResponse401Headers struct {
 
 // ListDeletedClientsResponse403Headers the declared response headers of an HTTP 403 response for ListDeletedClients
 type ListDeletedClientsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8984,6 +9125,8 @@ type ListEventTypesResponse401Headers struct {
 
 // ListEventTypesResponse403Headers the declared response headers of an HTTP 403 response for ListEventTypes
 type ListEventTypesResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9236,6 +9379,8 @@ type ListTemplatesResponse200Headers struct {
 
 // ListTemplatesResponse400Headers the declared response headers of an HTTP 400 response for ListTemplates
 type ListTemplatesResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9253,6 +9398,8 @@ type ListTemplatesResponse401Headers struct {
 
 // ListTemplatesResponse403Headers the declared response headers of an HTTP 403 response for ListTemplates
 type ListTemplatesResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9385,6 +9532,7 @@ func (r ListTemplatesResponse) ContentType() string {
 // CreateTemplateResponse201Headers the declared response headers of an HTTP 201 response for CreateTemplate
 type CreateTemplateResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9393,6 +9541,8 @@ type CreateTemplateResponse201Headers struct {
 
 // CreateTemplateResponse400Headers the declared response headers of an HTTP 400 response for CreateTemplate
 type CreateTemplateResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9410,6 +9560,8 @@ type CreateTemplateResponse401Headers struct {
 
 // CreateTemplateResponse403Headers the declared response headers of an HTTP 403 response for CreateTemplate
 type CreateTemplateResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9418,6 +9570,8 @@ type CreateTemplateResponse403Headers struct {
 
 // CreateTemplateResponse409Headers the declared response headers of an HTTP 409 response for CreateTemplate
 type CreateTemplateResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9434,6 +9588,8 @@ type CreateTemplateResponse413Headers struct {
 
 // CreateTemplateResponse422Headers the declared response headers of an HTTP 422 response for CreateTemplate
 type CreateTemplateResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9600,6 +9756,8 @@ type GetTemplateResponse200Headers struct {
 
 // GetTemplateResponse400Headers the declared response headers of an HTTP 400 response for GetTemplate
 type GetTemplateResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9617,6 +9775,8 @@ type GetTemplateResponse401Headers struct {
 
 // GetTemplateResponse403Headers the declared response headers of an HTTP 403 response for GetTemplate
 type GetTemplateResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9625,6 +9785,8 @@ type GetTemplateResponse403Headers struct {
 
 // GetTemplateResponse404Headers the declared response headers of an HTTP 404 response for GetTemplate
 type GetTemplateResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9781,6 +9943,8 @@ type UpdateTemplateResponse201Headers struct {
 
 // UpdateTemplateResponse400Headers the declared response headers of an HTTP 400 response for UpdateTemplate
 type UpdateTemplateResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9798,6 +9962,8 @@ type UpdateTemplateResponse401Headers struct {
 
 // UpdateTemplateResponse403Headers the declared response headers of an HTTP 403 response for UpdateTemplate
 type UpdateTemplateResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9806,6 +9972,8 @@ type UpdateTemplateResponse403Headers struct {
 
 // UpdateTemplateResponse404Headers the declared response headers of an HTTP 404 response for UpdateTemplate
 type UpdateTemplateResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9980,6 +10148,8 @@ type ListUsersResponse200Headers struct {
 
 // ListUsersResponse400Headers the declared response headers of an HTTP 400 response for ListUsers
 type ListUsersResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9997,6 +10167,8 @@ type ListUsersResponse401Headers struct {
 
 // ListUsersResponse403Headers the declared response headers of an HTTP 403 response for ListUsers
 type ListUsersResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10129,6 +10301,7 @@ func (r ListUsersResponse) ContentType() string {
 // CreateUserResponse201Headers the declared response headers of an HTTP 201 response for CreateUser
 type CreateUserResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10137,6 +10310,8 @@ type CreateUserResponse201Headers struct {
 
 // CreateUserResponse400Headers the declared response headers of an HTTP 400 response for CreateUser
 type CreateUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10154,6 +10329,8 @@ type CreateUserResponse401Headers struct {
 
 // CreateUserResponse403Headers the declared response headers of an HTTP 403 response for CreateUser
 type CreateUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10162,6 +10339,8 @@ type CreateUserResponse403Headers struct {
 
 // CreateUserResponse409Headers the declared response headers of an HTTP 409 response for CreateUser
 type CreateUserResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10178,6 +10357,8 @@ type CreateUserResponse413Headers struct {
 
 // CreateUserResponse422Headers the declared response headers of an HTTP 422 response for CreateUser
 type CreateUserResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10344,6 +10525,8 @@ type DeleteUserResponse204Headers struct {
 
 // DeleteUserResponse400Headers the declared response headers of an HTTP 400 response for DeleteUser
 type DeleteUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10361,6 +10544,8 @@ type DeleteUserResponse401Headers struct {
 
 // DeleteUserResponse403Headers the declared response headers of an HTTP 403 response for DeleteUser
 type DeleteUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10369,6 +10554,8 @@ type DeleteUserResponse403Headers struct {
 
 // DeleteUserResponse404Headers the declared response headers of an HTTP 404 response for DeleteUser
 type DeleteUserResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10510,6 +10697,8 @@ type GetUserResponse200Headers struct {
 
 // GetUserResponse400Headers the declared response headers of an HTTP 400 response for GetUser
 type GetUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10527,6 +10716,8 @@ type GetUserResponse401Headers struct {
 
 // GetUserResponse403Headers the declared response headers of an HTTP 403 response for GetUser
 type GetUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10535,6 +10726,8 @@ type GetUserResponse403Headers struct {
 
 // GetUserResponse404Headers the declared response headers of an HTTP 404 response for GetUser
 type GetUserResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10683,6 +10876,8 @@ type UpdateUserResponse200Headers struct {
 
 // UpdateUserResponse400Headers the declared response headers of an HTTP 400 response for UpdateUser
 type UpdateUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10700,6 +10895,8 @@ type UpdateUserResponse401Headers struct {
 
 // UpdateUserResponse403Headers the declared response headers of an HTTP 403 response for UpdateUser
 type UpdateUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10708,6 +10905,8 @@ type UpdateUserResponse403Headers struct {
 
 // UpdateUserResponse404Headers the declared response headers of an HTTP 404 response for UpdateUser
 type UpdateUserResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10873,6 +11072,8 @@ type ListWebhooksResponse200Headers struct {
 
 // ListWebhooksResponse400Headers the declared response headers of an HTTP 400 response for ListWebhooks
 type ListWebhooksResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10890,6 +11091,8 @@ type ListWebhooksResponse401Headers struct {
 
 // ListWebhooksResponse403Headers the declared response headers of an HTTP 403 response for ListWebhooks
 type ListWebhooksResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11022,6 +11225,7 @@ func (r ListWebhooksResponse) ContentType() string {
 // CreateWebhookResponse201Headers the declared response headers of an HTTP 201 response for CreateWebhook
 type CreateWebhookResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11030,6 +11234,8 @@ type CreateWebhookResponse201Headers struct {
 
 // CreateWebhookResponse400Headers the declared response headers of an HTTP 400 response for CreateWebhook
 type CreateWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11047,6 +11253,8 @@ type CreateWebhookResponse401Headers struct {
 
 // CreateWebhookResponse403Headers the declared response headers of an HTTP 403 response for CreateWebhook
 type CreateWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11055,6 +11263,8 @@ type CreateWebhookResponse403Headers struct {
 
 // CreateWebhookResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhook
 type CreateWebhookResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11071,6 +11281,8 @@ type CreateWebhookResponse413Headers struct {
 
 // CreateWebhookResponse422Headers the declared response headers of an HTTP 422 response for CreateWebhook
 type CreateWebhookResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11237,6 +11449,8 @@ type DeleteWebhookResponse204Headers struct {
 
 // DeleteWebhookResponse400Headers the declared response headers of an HTTP 400 response for DeleteWebhook
 type DeleteWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11254,6 +11468,8 @@ type DeleteWebhookResponse401Headers struct {
 
 // DeleteWebhookResponse403Headers the declared response headers of an HTTP 403 response for DeleteWebhook
 type DeleteWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11262,6 +11478,8 @@ type DeleteWebhookResponse403Headers struct {
 
 // DeleteWebhookResponse404Headers the declared response headers of an HTTP 404 response for DeleteWebhook
 type DeleteWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11403,6 +11621,8 @@ type GetWebhookResponse200Headers struct {
 
 // GetWebhookResponse400Headers the declared response headers of an HTTP 400 response for GetWebhook
 type GetWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11420,6 +11640,8 @@ type GetWebhookResponse401Headers struct {
 
 // GetWebhookResponse403Headers the declared response headers of an HTTP 403 response for GetWebhook
 type GetWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11428,6 +11650,8 @@ type GetWebhookResponse403Headers struct {
 
 // GetWebhookResponse404Headers the declared response headers of an HTTP 404 response for GetWebhook
 type GetWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11576,6 +11800,8 @@ type UpdateWebhookResponse200Headers struct {
 
 // UpdateWebhookResponse400Headers the declared response headers of an HTTP 400 response for UpdateWebhook
 type UpdateWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11593,6 +11819,8 @@ type UpdateWebhookResponse401Headers struct {
 
 // UpdateWebhookResponse403Headers the declared response headers of an HTTP 403 response for UpdateWebhook
 type UpdateWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11601,6 +11829,8 @@ type UpdateWebhookResponse403Headers struct {
 
 // UpdateWebhookResponse404Headers the declared response headers of an HTTP 404 response for UpdateWebhook
 type UpdateWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11766,6 +11996,8 @@ type ListWebhookDeliveriesResponse200Headers struct {
 
 // ListWebhookDeliveriesResponse400Headers the declared response headers of an HTTP 400 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11783,6 +12015,8 @@ type ListWebhookDeliveriesResponse401Headers struct {
 
 // ListWebhookDeliveriesResponse403Headers the declared response headers of an HTTP 403 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11791,6 +12025,8 @@ type ListWebhookDeliveriesResponse403Headers struct {
 
 // ListWebhookDeliveriesResponse404Headers the declared response headers of an HTTP 404 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11932,6 +12168,7 @@ func (r ListWebhookDeliveriesResponse) ContentType() string {
 // RedeliverWebhookDeliveryResponse202Headers the declared response headers of an HTTP 202 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse202Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11940,6 +12177,8 @@ type RedeliverWebhookDeliveryResponse202Headers struct {
 
 // RedeliverWebhookDeliveryResponse400Headers the declared response headers of an HTTP 400 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11957,6 +12196,8 @@ type RedeliverWebhookDeliveryResponse401Headers struct {
 
 // RedeliverWebhookDeliveryResponse403Headers the declared response headers of an HTTP 403 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11965,6 +12206,8 @@ type RedeliverWebhookDeliveryResponse403Headers struct {
 
 // RedeliverWebhookDeliveryResponse404Headers the declared response headers of an HTTP 404 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11973,6 +12216,8 @@ type RedeliverWebhookDeliveryResponse404Headers struct {
 
 // RedeliverWebhookDeliveryResponse409Headers the declared response headers of an HTTP 409 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11981,6 +12226,8 @@ type RedeliverWebhookDeliveryResponse409Headers struct {
 
 // RedeliverWebhookDeliveryResponse422Headers the declared response headers of an HTTP 422 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12140,6 +12387,7 @@ func (r RedeliverWebhookDeliveryResponse) ContentType() string {
 // RotateWebhookSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookSecret
 type RotateWebhookSecretResponse200Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12148,6 +12396,8 @@ type RotateWebhookSecretResponse200Headers struct {
 
 // RotateWebhookSecretResponse400Headers the declared response headers of an HTTP 400 response for RotateWebhookSecret
 type RotateWebhookSecretResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12165,6 +12415,8 @@ type RotateWebhookSecretResponse401Headers struct {
 
 // RotateWebhookSecretResponse403Headers the declared response headers of an HTTP 403 response for RotateWebhookSecret
 type RotateWebhookSecretResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12173,6 +12425,8 @@ type RotateWebhookSecretResponse403Headers struct {
 
 // RotateWebhookSecretResponse404Headers the declared response headers of an HTTP 404 response for RotateWebhookSecret
 type RotateWebhookSecretResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12181,6 +12435,8 @@ type RotateWebhookSecretResponse404Headers struct {
 
 // RotateWebhookSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookSecret
 type RotateWebhookSecretResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12189,6 +12445,8 @@ type RotateWebhookSecretResponse409Headers struct {
 
 // RotateWebhookSecretResponse422Headers the declared response headers of an HTTP 422 response for RotateWebhookSecret
 type RotateWebhookSecretResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12348,6 +12606,7 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 // TestWebhookResponse202Headers the declared response headers of an HTTP 202 response for TestWebhook
 type TestWebhookResponse202Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12356,6 +12615,8 @@ type TestWebhookResponse202Headers struct {
 
 // TestWebhookResponse400Headers the declared response headers of an HTTP 400 response for TestWebhook
 type TestWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12373,6 +12634,8 @@ type TestWebhookResponse401Headers struct {
 
 // TestWebhookResponse403Headers the declared response headers of an HTTP 403 response for TestWebhook
 type TestWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12381,6 +12644,8 @@ type TestWebhookResponse403Headers struct {
 
 // TestWebhookResponse404Headers the declared response headers of an HTTP 404 response for TestWebhook
 type TestWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12389,6 +12654,8 @@ type TestWebhookResponse404Headers struct {
 
 // TestWebhookResponse409Headers the declared response headers of an HTTP 409 response for TestWebhook
 type TestWebhookResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12397,6 +12664,8 @@ type TestWebhookResponse409Headers struct {
 
 // TestWebhookResponse422Headers the declared response headers of an HTTP 422 response for TestWebhook
 type TestWebhookResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14487,6 +14756,20 @@ func ParseListActsResponse(rsp *http.Response) (*ListActsResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListActsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -14556,6 +14839,20 @@ func ParseListActsResponse(rsp *http.Response) (*ListActsResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListActsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -14793,6 +15090,13 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -14824,6 +15128,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -14893,6 +15211,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -14924,6 +15256,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateActResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -14986,6 +15332,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateActResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15229,6 +15589,20 @@ func ParseDeleteActResponse(rsp *http.Response) (*DeleteActResponse, error) {
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15298,6 +15672,20 @@ func ParseDeleteActResponse(rsp *http.Response) (*DeleteActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15329,6 +15717,20 @@ func ParseDeleteActResponse(rsp *http.Response) (*DeleteActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15576,6 +15978,20 @@ func ParseGetActResponse(rsp *http.Response) (*GetActResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15645,6 +16061,20 @@ func ParseGetActResponse(rsp *http.Response) (*GetActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15676,6 +16106,20 @@ func ParseGetActResponse(rsp *http.Response) (*GetActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15930,6 +16374,20 @@ func ParseUpdateActResponse(rsp *http.Response) (*UpdateActResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15999,6 +16457,20 @@ func ParseUpdateActResponse(rsp *http.Response) (*UpdateActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16030,6 +16502,20 @@ func ParseUpdateActResponse(rsp *http.Response) (*UpdateActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16329,6 +16815,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers PutActDataResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16398,6 +16898,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers PutActDataResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16429,6 +16943,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers PutActDataResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16460,6 +16988,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutActDataResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16522,6 +17064,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers PutActDataResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16790,6 +17346,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers PutActDataPointResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16859,6 +17429,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers PutActDataPointResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16890,6 +17474,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers PutActDataPointResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16921,6 +17519,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutActDataPointResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16983,6 +17595,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers PutActDataPointResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17220,6 +17846,13 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17251,6 +17884,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers DuplicateActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17320,6 +17967,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DuplicateActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17351,6 +18012,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DuplicateActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17382,6 +18057,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers DuplicateActResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17413,6 +18102,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers DuplicateActResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17657,6 +18360,13 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17688,6 +18398,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateFetchRequestResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17757,6 +18481,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateFetchRequestResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17788,6 +18526,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreateFetchRequestResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17819,6 +18571,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateFetchRequestResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17881,6 +18647,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateFetchRequestResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18128,6 +18908,20 @@ func ParseGetFetchRequestResponse(rsp *http.Response) (*GetFetchRequestResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetFetchRequestResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18197,6 +18991,20 @@ func ParseGetFetchRequestResponse(rsp *http.Response) (*GetFetchRequestResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetFetchRequestResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18228,6 +19036,20 @@ func ParseGetFetchRequestResponse(rsp *http.Response) (*GetFetchRequestResponse,
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetFetchRequestResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18465,6 +19287,13 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18496,6 +19325,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers FinalizeActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18565,6 +19408,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers FinalizeActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18596,6 +19453,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers FinalizeActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18627,6 +19498,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers FinalizeActResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18658,6 +19543,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers FinalizeActResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18905,6 +19804,20 @@ func ParseListActHistoryResponse(rsp *http.Response) (*ListActHistoryResponse, e
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListActHistoryResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18974,6 +19887,20 @@ func ParseListActHistoryResponse(rsp *http.Response) (*ListActHistoryResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListActHistoryResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19005,6 +19932,20 @@ func ParseListActHistoryResponse(rsp *http.Response) (*ListActHistoryResponse, e
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListActHistoryResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19245,6 +20186,20 @@ func ParseListClientsResponse(rsp *http.Response) (*ListClientsResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListClientsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19314,6 +20269,20 @@ func ParseListClientsResponse(rsp *http.Response) (*ListClientsResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListClientsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19551,6 +20520,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19582,6 +20558,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19651,6 +20641,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19682,6 +20686,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateClientResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19744,6 +20762,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateClientResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19987,6 +21019,20 @@ func ParseDeleteClientResponse(rsp *http.Response) (*DeleteClientResponse, error
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20056,6 +21102,20 @@ func ParseDeleteClientResponse(rsp *http.Response) (*DeleteClientResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20087,6 +21147,20 @@ func ParseDeleteClientResponse(rsp *http.Response) (*DeleteClientResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteClientResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20334,6 +21408,20 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20403,6 +21491,20 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20434,6 +21536,20 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetClientResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20688,6 +21804,20 @@ func ParseUpdateClientResponse(rsp *http.Response) (*UpdateClientResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20757,6 +21887,20 @@ func ParseUpdateClientResponse(rsp *http.Response) (*UpdateClientResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20788,6 +21932,20 @@ func ParseUpdateClientResponse(rsp *http.Response) (*UpdateClientResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateClientResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21066,6 +22224,20 @@ func ParseGetLatestClientActResponse(rsp *http.Response) (*GetLatestClientActRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetLatestClientActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21135,6 +22307,20 @@ func ParseGetLatestClientActResponse(rsp *http.Response) (*GetLatestClientActRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetLatestClientActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21166,6 +22352,20 @@ func ParseGetLatestClientActResponse(rsp *http.Response) (*GetLatestClientActRes
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetLatestClientActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21406,6 +22606,20 @@ func ParseListDeletedActsResponse(rsp *http.Response) (*ListDeletedActsResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListDeletedActsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21475,6 +22689,20 @@ func ParseListDeletedActsResponse(rsp *http.Response) (*ListDeletedActsResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListDeletedActsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21715,6 +22943,20 @@ func ParseListDeletedClientsResponse(rsp *http.Response) (*ListDeletedClientsRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListDeletedClientsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21784,6 +23026,20 @@ func ParseListDeletedClientsResponse(rsp *http.Response) (*ListDeletedClientsRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListDeletedClientsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22055,6 +23311,20 @@ func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListEventTypesResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22528,6 +23798,20 @@ func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, err
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListTemplatesResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22597,6 +23881,20 @@ func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListTemplatesResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22834,6 +24132,13 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22865,6 +24170,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateTemplateResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22934,6 +24253,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateTemplateResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22965,6 +24298,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateTemplateResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23027,6 +24374,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateTemplateResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23274,6 +24635,20 @@ func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetTemplateResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23343,6 +24718,20 @@ func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetTemplateResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23374,6 +24763,20 @@ func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetTemplateResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23666,6 +25069,20 @@ func ParseUpdateTemplateResponse(rsp *http.Response) (*UpdateTemplateResponse, e
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateTemplateResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23735,6 +25152,20 @@ func ParseUpdateTemplateResponse(rsp *http.Response) (*UpdateTemplateResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateTemplateResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23766,6 +25197,20 @@ func ParseUpdateTemplateResponse(rsp *http.Response) (*UpdateTemplateResponse, e
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateTemplateResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24037,6 +25482,20 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListUsersResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24106,6 +25565,20 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListUsersResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24343,6 +25816,13 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24374,6 +25854,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24443,6 +25937,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24474,6 +25982,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateUserResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24536,6 +26058,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateUserResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24779,6 +26315,20 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24848,6 +26398,20 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24879,6 +26443,20 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteUserResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25126,6 +26704,20 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25195,6 +26787,20 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25226,6 +26832,20 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetUserResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25480,6 +27100,20 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25549,6 +27183,20 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25580,6 +27228,20 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateUserResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25851,6 +27513,20 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListWebhooksResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25920,6 +27596,20 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListWebhooksResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26157,6 +27847,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26188,6 +27885,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26257,6 +27968,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26288,6 +28013,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26350,6 +28089,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateWebhookResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26593,6 +28346,20 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26662,6 +28429,20 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26693,6 +28474,20 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26940,6 +28735,20 @@ func ParseGetWebhookResponse(rsp *http.Response) (*GetWebhookResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27009,6 +28818,20 @@ func ParseGetWebhookResponse(rsp *http.Response) (*GetWebhookResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27040,6 +28863,20 @@ func ParseGetWebhookResponse(rsp *http.Response) (*GetWebhookResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27294,6 +29131,20 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27363,6 +29214,20 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27394,6 +29259,20 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27672,6 +29551,20 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListWebhookDeliveriesResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27741,6 +29634,20 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListWebhookDeliveriesResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27772,6 +29679,20 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListWebhookDeliveriesResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28009,6 +29930,13 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28040,6 +29968,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers RedeliverWebhookDeliveryResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28109,6 +30051,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers RedeliverWebhookDeliveryResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28140,6 +30096,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RedeliverWebhookDeliveryResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28171,6 +30141,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers RedeliverWebhookDeliveryResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28202,6 +30186,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers RedeliverWebhookDeliveryResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28439,6 +30437,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28470,6 +30475,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers RotateWebhookSecretResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28539,6 +30558,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers RotateWebhookSecretResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28570,6 +30603,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RotateWebhookSecretResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28601,6 +30648,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers RotateWebhookSecretResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28632,6 +30693,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers RotateWebhookSecretResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28869,6 +30944,13 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28900,6 +30982,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers TestWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28969,6 +31065,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers TestWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29000,6 +31110,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers TestWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29031,6 +31155,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers TestWebhookResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29062,6 +31200,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers TestWebhookResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -199,6 +199,69 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for ErrorCode.
+const (
+	ErrorCodeConflict             ErrorCode = "conflict"
+	ErrorCodeDuplicate            ErrorCode = "duplicate"
+	ErrorCodeFetchConflict        ErrorCode = "fetch_conflict"
+	ErrorCodeForbidden            ErrorCode = "forbidden"
+	ErrorCodeIdempotencyInFlight  ErrorCode = "idempotency_in_flight"
+	ErrorCodeIdempotencyMismatch  ErrorCode = "idempotency_mismatch"
+	ErrorCodeInternal             ErrorCode = "internal"
+	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
+	ErrorCodeNotFound             ErrorCode = "not_found"
+	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
+	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
+	ErrorCodeRateLimited          ErrorCode = "rate_limited"
+	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
+	ErrorCodeUnavailable          ErrorCode = "unavailable"
+	ErrorCodeUnprocessable        ErrorCode = "unprocessable"
+	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
+	ErrorCodeValidationFailed     ErrorCode = "validation_failed"
+)
+
+// Valid indicates whether the value is a known member of the ErrorCode enum.
+func (e ErrorCode) Valid() bool {
+	switch e {
+	case ErrorCodeConflict:
+		return true
+	case ErrorCodeDuplicate:
+		return true
+	case ErrorCodeFetchConflict:
+		return true
+	case ErrorCodeForbidden:
+		return true
+	case ErrorCodeIdempotencyInFlight:
+		return true
+	case ErrorCodeIdempotencyMismatch:
+		return true
+	case ErrorCodeInternal:
+		return true
+	case ErrorCodeMethodNotAllowed:
+		return true
+	case ErrorCodeNotFound:
+		return true
+	case ErrorCodeNotImplemented:
+		return true
+	case ErrorCodePayloadTooLarge:
+		return true
+	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeUnauthenticated:
+		return true
+	case ErrorCodeUnavailable:
+		return true
+	case ErrorCodeUnprocessable:
+		return true
+	case ErrorCodeUnsupportedMediaType:
+		return true
+	case ErrorCodeValidationFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventKind.
 const (
 	EventActCreated    EventKind = "act.created"
@@ -1017,12 +1080,62 @@ type DeliveryStatus string
 
 // Error The error body of every endpoint below `/api/1.0`.
 type Error struct {
+	// Code The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+	//
+	// | code | status | retry? |
+	// |---|---|---|
+	// | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+	// | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+	// | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+	// | `not_found` | 404 | No. |
+	// | `method_not_allowed` | 405 | No. |
+	// | `conflict` | 409 | No: the resource's state does not allow it. |
+	// | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+	// | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+	// | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+	// | `payload_too_large` | 413 | No. |
+	// | `unsupported_media_type` | 415 | No. |
+	// | `unprocessable` | 422 | No: values fail validation; fix them. |
+	// | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+	// | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+	// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+	// | `not_implemented` | 501 | No. |
+	// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+	//
+	// New codes may be added; treat an unknown code by its status.
+	Code *ErrorCode `json:"code,omitempty"`
+
 	// Errors Field name (or item path such as `data[2].value`) to messages. Empty when no field is at fault.
 	Errors map[string][]string `json:"errors"`
 
 	// Message A human-readable summary.
 	Message string `json:"message"`
 }
+
+// ErrorCode The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+//
+// | code | status | retry? |
+// |---|---|---|
+// | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+// | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+// | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+// | `not_found` | 404 | No. |
+// | `method_not_allowed` | 405 | No. |
+// | `conflict` | 409 | No: the resource's state does not allow it. |
+// | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+// | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+// | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+// | `payload_too_large` | 413 | No. |
+// | `unsupported_media_type` | 415 | No. |
+// | `unprocessable` | 422 | No: values fail validation; fix them. |
+// | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+// | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+// | `not_implemented` | 501 | No. |
+// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+//
+// New codes may be added; treat an unknown code by its status.
+type ErrorCode string
 
 // EventAct The act an `act.fetch_data` event is about.
 type EventAct struct {
@@ -1853,44 +1966,80 @@ type ListActsParams struct {
 // CreateActParams defines parameters for CreateAct.
 type CreateActParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DuplicateActParams defines parameters for DuplicateAct.
 type DuplicateActParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateFetchRequestParams defines parameters for CreateFetchRequest.
 type CreateFetchRequestParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // FinalizeActParams defines parameters for FinalizeAct.
 type FinalizeActParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1944,11 +2093,20 @@ type ListClientsParams struct {
 // CreateClientParams defines parameters for CreateClient.
 type CreateClientParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2011,11 +2169,20 @@ type ListTemplatesParams struct {
 // CreateTemplateParams defines parameters for CreateTemplate.
 type CreateTemplateParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2031,11 +2198,20 @@ type ListUsersParams struct {
 // CreateUserParams defines parameters for CreateUser.
 type CreateUserParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2051,11 +2227,20 @@ type ListWebhooksParams struct {
 // CreateWebhookParams defines parameters for CreateWebhook.
 type CreateWebhookParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2071,33 +2256,60 @@ type ListWebhookDeliveriesParams struct {
 // RedeliverWebhookDeliveryParams defines parameters for RedeliverWebhookDelivery.
 type RedeliverWebhookDeliveryParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
 type RotateWebhookSecretParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TestWebhookParams defines parameters for TestWebhook.
 type TestWebhookParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 

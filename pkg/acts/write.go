@@ -366,7 +366,11 @@ func checkStates(w *DataWrite, items []resolved, req *FetchRequest, now time.Tim
 			fe.Add(w.key(i, ""), msg)
 		}
 	}
-	return fe.Err(apperr.Conflict, "The result conflicts with the state of the fetch request; nothing was applied.")
+	if len(fe) == 0 {
+		return nil
+	}
+	return (&apperr.Error{Kind: apperr.Conflict, Message: "The result conflicts with the state of the fetch request; nothing was applied.",
+		Fields: fe}).WithCode(apperr.CodeFetchConflict)
 }
 
 // conflict says why the correlated item cannot be applied to its field of

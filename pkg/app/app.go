@@ -57,6 +57,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/webhooks"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webui"
 )
 
@@ -83,6 +84,9 @@ type options struct {
 	noDeliveries bool
 	docsServer   string
 	tracer       trace.TracerProvider
+	// idempotencyFault runs inside a keyed POST's transaction, before its
+	// commit (fault tests).
+	idempotencyFault func(context.Context)
 }
 
 // WithTracerProvider traces with tp instead of what the OTEL_* variables
@@ -124,6 +128,13 @@ func WithLimiter(l *ratelimit.Limiter) Option { return func(o *options) { o.limi
 // interval, …).
 func WithDeliveryOptions(opts ...delivery.Option) Option {
 	return func(o *options) { o.deliveryOpts = append(o.deliveryOpts, opts...) }
+}
+
+// WithIdempotencyFault runs fn inside every keyed POST's transaction, after
+// its effects and its key are written and before the commit: fault tests
+// kill the process there.
+func WithIdempotencyFault(fn func(context.Context)) Option {
+	return func(o *options) { o.idempotencyFault = fn }
 }
 
 // WithoutDeliveries makes Start run no delivery worker, so that deliveries
@@ -295,6 +306,14 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Stored responses may carry a secret shown once: sealed like the
+	// webhook secrets, under a key of their own.
+	keyBox, err := secretbox.NewFor(cfg.Secret, "finsvc idempotent responses v1")
+	if err != nil {
+		return nil, fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
+	}
+	keys := idempotency.New(a.db, keyBox, o.now)
+	keys.BeforeCommit(o.idempotencyFault)
 	a.handler, err = httpapi.New(httpapi.Deps{
 		Config:   cfg,
 		Logger:   a.log,
@@ -305,7 +324,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		// Only an authenticated caller spends its tenant's budget; the
 		// bearer check and the token endpoints charge it.
 		Budget:      limiter,
-		Idempotency: idempotency.New(a.db, o.now),
+		Idempotency: keys,
 		Trace:       traceRequests,
 		Middleware:  []echo.MiddlewareFunc{a.metrics.Middleware()},
 		Routes:      []func(*echo.Echo){a.oauth.Routes, console.Routes, web.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},

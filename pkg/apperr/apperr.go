@@ -30,6 +30,62 @@ type Error struct {
 	Message string
 	Fields  map[string][]string
 	Err     error // wrapped cause, never shown to clients
+	// Code, when set, names the cause more precisely than Kind (a
+	// duplicate among the conflicts); otherwise the kind's code is sent.
+	Code Code
+}
+
+// Code is the machine-readable cause of an error, sent as the error body's
+// `code`. Clients decide on it whether to retry, so each value names one
+// cause with one answer to "retry?" (the spec's ErrorCode lists them).
+type Code string
+
+// Codes. The kind's own codes are sent when an error names none.
+const (
+	CodeValidationFailed    Code = "validation_failed"     // 400: the request breaks a rule; fix it
+	CodeUnauthenticated     Code = "unauthenticated"       // 401
+	CodeForbidden           Code = "forbidden"             // 403
+	CodeNotFound            Code = "not_found"             // 404
+	CodeMethodNotAllowed    Code = "method_not_allowed"    // 405
+	CodeConflict            Code = "conflict"              // 409: the resource's state forbids it
+	CodeDuplicate           Code = "duplicate"             // 409: it exists already
+	CodeFetchConflict       Code = "fetch_conflict"        // 409: a fetch result is stale or differs
+	CodeIdempotencyInFlight Code = "idempotency_in_flight" // 409: retry later with the same key
+	CodePayloadTooLarge     Code = "payload_too_large"     // 413
+	CodeUnsupportedMedia    Code = "unsupported_media_type"
+	CodeUnprocessable       Code = "unprocessable"        // 422: values fail validation
+	CodeIdempotencyMismatch Code = "idempotency_mismatch" // 422: the key was used for another request
+	CodeRateLimited         Code = "rate_limited"         // 429: retry after Retry-After
+	CodeInternal            Code = "internal"             // 500: retry with backoff
+	CodeNotImplemented      Code = "not_implemented"      // 501
+	CodeUnavailable         Code = "unavailable"          // 503: nothing decided; retry after Retry-After
+)
+
+// Codes lists every Code, for the check against the spec's enumeration.
+var Codes = []Code{
+	CodeValidationFailed, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
+	CodeConflict, CodeDuplicate, CodeFetchConflict, CodeIdempotencyInFlight, CodePayloadTooLarge,
+	CodeUnsupportedMedia, CodeUnprocessable, CodeIdempotencyMismatch, CodeRateLimited, CodeInternal,
+	CodeNotImplemented, CodeUnavailable,
+}
+
+// KindCode is the code of each kind, sent when an error names none.
+var KindCode = map[Kind]Code{
+	Invalid:         CodeValidationFailed,
+	Unauthenticated: CodeUnauthenticated,
+	Forbidden:       CodeForbidden,
+	NotFound:        CodeNotFound,
+	Conflict:        CodeConflict,
+	Unprocessable:   CodeUnprocessable,
+	TooManyRequests: CodeRateLimited,
+	NotImplemented:  CodeNotImplemented,
+	Internal:        CodeInternal,
+}
+
+// WithCode names the error's cause and returns the error for chaining.
+func (e *Error) WithCode(c Code) *Error {
+	e.Code = c
+	return e
 }
 
 func (e *Error) Error() string {

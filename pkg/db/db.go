@@ -175,6 +175,7 @@ func openPostgres(dsn string, cfg *gorm.Config) (*DB, error) {
 	sqlDB.SetMaxIdleConns(pgMaxIdleConns)
 	sqlDB.SetConnMaxLifetime(pgConnMaxLifetime)
 	sqlDB.SetConnMaxIdleTime(pgConnMaxIdleTime)
+	joinAmbient(g)
 	return &DB{DB: g, Dialect: Postgres, prepared: prepared}, nil
 }
 
@@ -199,6 +200,7 @@ func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
 	}
 	sqlDB.SetMaxOpenConns(sqliteMaxOpenConns)
 	sqlDB.SetMaxIdleConns(sqliteMaxOpenConns)
+	joinAmbient(g)
 	return &DB{DB: g, Dialect: SQLite, prepared: true}, nil // SQLite statements live in this process
 }
 
@@ -257,6 +259,14 @@ func sqlitePath(p string) (string, string, error) {
 	return SQLite, p, nil
 }
 
+// joinAmbient makes every handle derived from g run its statements on the
+// context's ambient transaction, when there is one (InTx).
+func joinAmbient(g *gorm.DB) {
+	p := &ambientPool{pool: g.ConnPool}
+	g.ConnPool = p
+	g.Statement.ConnPool = p
+}
+
 // Ping checks that the database answers (readiness probe).
 func (d *DB) Ping(ctx context.Context) error {
 	sqlDB, err := d.DB.DB()
@@ -275,7 +285,8 @@ func (d *DB) Close() error {
 	return sqlDB.Close()
 }
 
-// Tx runs fn in a transaction bound to ctx: committed when fn returns nil,
+// Tx runs fn in a transaction bound to ctx (a savepoint of the ambient
+// transaction when ctx carries one, see InTx): committed when fn returns nil,
 // rolled back otherwise (and on panic). Nested calls on the tx handle use
 // savepoints. On SQLite the transaction holds the database write lock from
 // BEGIN on, so keep it short, never wait on the network inside it, and use

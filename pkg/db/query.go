@@ -114,17 +114,20 @@ func (q Query) run(ctx context.Context, g *gorm.DB, args []any, fn func(rowScann
 }
 
 // pgxPool is g's *sql.DB when q may run on pgx itself: PostgreSQL, not in
-// a transaction (whose reads must stay on its connection), and no recording
+// a transaction, ambient or not (whose reads must stay on its connection), and no recording
 // span (the OpenTelemetry GORM plugin's span of the statement is what a
 // traced request wants to see). count is CountQueries' counter, when g is
 // counted.
 func pgxPool(ctx context.Context, g *gorm.DB) (_ *sql.DB, count *atomic.Int64) {
-	if g.Dialector == nil || g.Dialector.Name() != Postgres || trace.SpanFromContext(ctx).IsRecording() {
+	if g.Dialector == nil || g.Dialector.Name() != Postgres || trace.SpanFromContext(ctx).IsRecording() || InAmbientTx(ctx) {
 		return nil, nil
 	}
 	pool := g.Statement.ConnPool
 	if c, ok := pool.(*countingPool); ok {
 		pool, count = c.pool, c.n
+	}
+	if a, ok := pool.(*ambientPool); ok {
+		pool = a.pool
 	}
 	sqlDB, _ := pool.(*sql.DB)
 	return sqlDB, count

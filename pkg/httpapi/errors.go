@@ -55,6 +55,8 @@ func isDomain(err error) bool {
 // cause to the client; it is logged with the request id instead.
 func Body(err error) models.Error {
 	body := models.Error{Errors: map[string][]string{}}
+	code := codeOf(err)
+	body.Code = (*models.ErrorCode)(&code)
 	var de *apperr.Error
 	var he *echo.HTTPError
 	switch {
@@ -82,6 +84,42 @@ func Body(err error) models.Error {
 		}
 	}
 	return body
+}
+
+// statusCode is the code of an error known only by its status (echo's:
+// no route, a body too large, …).
+var statusCode = map[int]apperr.Code{
+	http.StatusBadRequest:            apperr.CodeValidationFailed,
+	http.StatusUnauthorized:          apperr.CodeUnauthenticated,
+	http.StatusForbidden:             apperr.CodeForbidden,
+	http.StatusNotFound:              apperr.CodeNotFound,
+	http.StatusMethodNotAllowed:      apperr.CodeMethodNotAllowed,
+	http.StatusConflict:              apperr.CodeConflict,
+	http.StatusRequestEntityTooLarge: apperr.CodePayloadTooLarge,
+	http.StatusUnsupportedMediaType:  apperr.CodeUnsupportedMedia,
+	http.StatusUnprocessableEntity:   apperr.CodeUnprocessable,
+	http.StatusTooManyRequests:       apperr.CodeRateLimited,
+	http.StatusNotImplemented:        apperr.CodeNotImplemented,
+	http.StatusServiceUnavailable:    apperr.CodeUnavailable,
+}
+
+// codeOf is err's machine-readable code: the one it names, else its
+// kind's, else its status's.
+func codeOf(err error) apperr.Code {
+	var de *apperr.Error
+	if errors.As(err, &de) {
+		if de.Code != "" {
+			return de.Code
+		}
+		return apperr.KindCode[de.Kind]
+	}
+	if c, ok := statusCode[Status(err)]; ok {
+		return c
+	}
+	if Status(err) < 500 {
+		return apperr.CodeValidationFailed
+	}
+	return apperr.CodeInternal
 }
 
 // errorHandler is echo's HTTPErrorHandler: every error of every route below

@@ -5,48 +5,51 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"math/big"
 	"net/http"
+	"reflect"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/idempotency"
 )
 
-// IdempotencyStore keeps the results of requests sent with an
-// Idempotency-Key (pkg/idempotency).
+// IdempotencyStore runs requests sent with an Idempotency-Key at most once
+// (pkg/idempotency).
 type IdempotencyStore interface {
-	Begin(ctx context.Context, r idempotency.Request) (idempotency.Outcome, *idempotency.Result, error)
-	Finish(ctx context.Context, r idempotency.Request, res idempotency.Result) error
-	Release(ctx context.Context, r idempotency.Request) error
+	Do(ctx context.Context, r idempotency.Request, run func(ctx context.Context) (idempotency.Result, idempotency.Disposition)) (idempotency.Outcome, *idempotency.Result, error)
 }
 
-// headerIdempotencyKey and headerReplayed are the spec's IdempotencyKey
-// parameter and IdempotentReplayed header.
+// headerIdempotencyKey, headerReplayed and headerOriginalRequest are the
+// spec's IdempotencyKey parameter and IdempotentReplayed and
+// OriginalRequest headers.
 const (
-	headerIdempotencyKey = "Idempotency-Key"
-	headerReplayed       = "Idempotent-Replayed"
+	headerIdempotencyKey  = "Idempotency-Key"
+	headerReplayed        = "Idempotent-Replayed"
+	headerOriginalRequest = "Original-Request"
 )
 
-// idempotent makes a POST under /api/1.0 that carries an Idempotency-Key
-// safe to retry (the rule is the spec's IdempotencyKey parameter): the
-// first successful result is stored and replayed, byte for byte, to a
-// retry with the same key, path and body. It runs after authentication
-// (a key belongs to the tenant and the OAuth app) and after request
-// validation (a malformed key or body is a 400 that stores nothing).
-func idempotent(store IdempotencyStore, log *slog.Logger) echo.MiddlewareFunc {
+// keyedRequest is what keyBody read of a POST with an Idempotency-Key.
+type keyedRequest struct {
+	key    string
+	digest string
+}
+
+const keyedRequestKey = "finsvc.idempotency"
+
+// keyBody reads the key and the body's digest of a POST under /api/1.0
+// that carries an Idempotency-Key, for idempotent to use once the request
+// is authorized. It runs after request validation, so a malformed key or
+// body is a 400 that never reaches the key's store.
+func keyBody(enabled bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			key := req.Header.Get(headerIdempotencyKey)
-			if store == nil || key == "" || req.Method != http.MethodPost || !isAPI(c) {
-				return next(c)
-			}
-			p, ok := auth.FromContext(req.Context())
-			if !ok {
+			if !enabled || key == "" || req.Method != http.MethodPost || !isAPI(c) {
 				return next(c)
 			}
 			body, err := io.ReadAll(req.Body)
@@ -54,59 +57,160 @@ func idempotent(store IdempotencyStore, log *slog.Logger) echo.MiddlewareFunc {
 				return err
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
-			r := idempotency.Request{
-				TenantID: p.TenantID, ClientID: p.ClientID, Key: key, Method: req.Method, Path: req.URL.Path,
-				Digest: idempotency.Digest(canonicalBody(req.URL.RawQuery, body)),
-			}
-			// The stored result must survive the caller hanging up: that is
-			// exactly when it will retry.
-			bg := context.WithoutCancel(req.Context())
-			outcome, stored, err := store.Begin(bg, r)
-			if err != nil {
-				return err
-			}
-			switch outcome {
-			case idempotency.Replay:
-				return replay(c, stored)
-			case idempotency.Running:
-				return apperr.E(apperr.Conflict, "a request with this Idempotency-Key is still running; retry it later").
-					WithField("idempotency_key", "the first request with this key has not finished")
-			case idempotency.Mismatch:
-				return apperr.E(apperr.Unprocessable, "this Idempotency-Key was used for a different request").
-					WithField("idempotency_key", "already used with another path or body; send a new key for a new request")
-			}
-
-			rec := &recorder{ResponseWriter: c.Response().Writer}
-			c.Response().Writer = rec
-			kept := false
-			defer func() {
-				if !kept {
-					// An error, a failure status or a panic: nothing is
-					// stored, and a retry runs again.
-					_ = store.Release(bg, r)
-				}
-			}()
-			if err := next(c); err != nil {
-				return err
-			}
-			res := c.Response()
-			if res.Status < 200 || res.Status > 299 {
-				return nil
-			}
-			if err := store.Finish(bg, r, idempotency.Result{
-				Status: res.Status, ContentType: res.Header().Get(echo.HeaderContentType),
-				Location: res.Header().Get(echo.HeaderLocation), Body: rec.body.Bytes(),
-			}); err != nil {
-				// The request's effect is committed and its response sent
-				// already; a retry within the lease gets 409, after it runs
-				// again. Logged for the operator.
-				log.ErrorContext(req.Context(), "idempotency: storing the result failed", "error", err)
-				return nil
-			}
-			kept = true
-			return nil
+			c.Set(keyedRequestKey, keyedRequest{key: key, digest: idempotency.Digest(canonicalBody(req.URL.RawQuery, body))})
+			return next(c)
 		}
 	}
+}
+
+// idempotent is the strict middleware that makes a keyed POST safe to
+// retry (the rule is the spec's IdempotencyKey parameter; the guarantees
+// are pkg/idempotency's). It must run inside the authorizer: a stored
+// response is only replayed to a caller the operation admits, exactly as a
+// fresh request would be, and the key is the caller's own (tenant, app and
+// user).
+//
+// The handler runs in the key's transaction; its response is rendered here,
+// kept with the key in the same commit, and then sent. What is kept: a 2xx
+// with its effects; a 4xx of the handler's rules without effects (a retry
+// gets the same answer); nothing for a 5xx, whose error leaves through the
+// error handler as any other.
+func idempotent(store IdempotencyStore) apiserver.StrictMiddlewareFunc {
+	return func(next apiserver.StrictHandlerFunc, operationID string) apiserver.StrictHandlerFunc {
+		if store == nil {
+			return next
+		}
+		visit := "Visit" + operationID + "Response"
+		return func(c echo.Context, request any) (any, error) {
+			k, ok := c.Get(keyedRequestKey).(keyedRequest)
+			if !ok {
+				return next(c, request)
+			}
+			p, ok := auth.FromContext(c.Request().Context())
+			if !ok {
+				return nil, apperr.E(apperr.Unauthenticated, "authentication required")
+			}
+			req := c.Request()
+			r := idempotency.Request{
+				TenantID: p.TenantID, ClientID: p.ClientID, UserID: p.UserID, Key: k.key,
+				Method: req.Method, Path: req.URL.Path, Digest: k.digest, RequestID: RequestIDOf(c),
+			}
+			var (
+				runErr  error       // a failure that decided nothing
+				headers http.Header // a fresh response's headers
+			)
+			outcome, res, err := store.Do(req.Context(), r, func(ctx context.Context) (idempotency.Result, idempotency.Disposition) {
+				c.SetRequest(req.WithContext(ctx))
+				defer c.SetRequest(req)
+				response, err := next(c, request)
+				if err != nil {
+					if Status(err) >= 500 {
+						runErr = err
+						return idempotency.Result{}, idempotency.Forget
+					}
+					return errorResult(err), idempotency.KeepResult
+				}
+				rec := &responseRecorder{header: http.Header{}}
+				if err := render(response, visit, rec); err != nil {
+					runErr = err
+					return idempotency.Result{}, idempotency.Forget
+				}
+				headers = rec.header
+				res := idempotency.Result{Status: rec.status, ContentType: rec.header.Get(echo.HeaderContentType),
+					Location: rec.header.Get(echo.HeaderLocation), Body: rec.body.Bytes()}
+				switch {
+				case rec.status >= 500:
+					return res, idempotency.Forget
+				case rec.status >= 400:
+					return res, idempotency.KeepResult
+				}
+				return res, idempotency.Commit
+			})
+			switch {
+			case err != nil:
+				return nil, err
+			case runErr != nil:
+				return nil, runErr
+			}
+			switch outcome {
+			case idempotency.InFlight:
+				return nil, apperr.E(apperr.Conflict, "a request with this Idempotency-Key is still running; retry it later").
+					WithCode(apperr.CodeIdempotencyInFlight).
+					WithField("idempotency_key", "the first request with this key has not finished")
+			case idempotency.Mismatch:
+				return nil, apperr.E(apperr.Unprocessable, "this Idempotency-Key was used for a different request").
+					WithCode(apperr.CodeIdempotencyMismatch).
+					WithField("idempotency_key", "already used with another path or body; send a new key for a new request")
+			case idempotency.Replayed:
+				return nil, send(c, res, nil, true)
+			}
+			return nil, send(c, res, headers, false)
+		}
+	}
+}
+
+// render writes response, a strict handler's response object, to w with
+// its generated Visit<Operation>Response method.
+func render(response any, visit string, w http.ResponseWriter) error {
+	if response == nil {
+		return apperr.E(apperr.Internal, "httpapi: the handler returned no response")
+	}
+	m := reflect.ValueOf(response).MethodByName(visit)
+	if !m.IsValid() {
+		return apperr.Ef(apperr.Internal, "httpapi: %T has no %s", response, visit)
+	}
+	out := m.Call([]reflect.Value{reflect.ValueOf(w)})
+	if err, _ := out[0].Interface().(error); err != nil {
+		return err
+	}
+	return nil
+}
+
+// errorResult is a 4xx as the error handler writes it.
+func errorResult(err error) idempotency.Result {
+	b, _ := json.Marshal(Body(err))
+	return idempotency.Result{Status: Status(err), ContentType: echo.MIMEApplicationJSON, Body: append(b, '\n')}
+}
+
+// send writes res: a fresh response with the headers its handler set, a
+// replay with the stored ones and the marks of a replay.
+func send(c echo.Context, res *idempotency.Result, headers http.Header, replayed bool) error {
+	h := c.Response().Header()
+	for k, v := range headers {
+		h[k] = v
+	}
+	if res.Location != "" {
+		h.Set(echo.HeaderLocation, res.Location)
+	}
+	if replayed {
+		h.Set(headerReplayed, "true")
+		if res.RequestID != "" {
+			h.Set(headerOriginalRequest, res.RequestID)
+		}
+	}
+	return c.Blob(res.Status, res.ContentType, res.Body)
+}
+
+// responseRecorder keeps a rendered response.
+type responseRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *responseRecorder) Header() http.Header { return r.header }
+
+func (r *responseRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *responseRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
 }
 
 // canonicalBody is what a retry must repeat: the query and the JSON body
@@ -151,28 +255,3 @@ func numbersByValue(v any) any {
 	}
 	return v
 }
-
-func replay(c echo.Context, res *idempotency.Result) error {
-	h := c.Response().Header()
-	if res.ContentType != "" {
-		h.Set(echo.HeaderContentType, res.ContentType)
-	}
-	if res.Location != "" {
-		h.Set(echo.HeaderLocation, res.Location)
-	}
-	h.Set(headerReplayed, "true")
-	return c.Blob(res.Status, res.ContentType, res.Body)
-}
-
-// recorder keeps a copy of the response body as it is written.
-type recorder struct {
-	http.ResponseWriter
-	body bytes.Buffer
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	r.body.Write(b)
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

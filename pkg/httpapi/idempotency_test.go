@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,12 +51,15 @@ func TestIdempotencyKeyReplaysTheFirstResult(t *testing.T) {
 
 		other := map[string]any{"company_name": "Other AS", "org_number": "1", "country": "SE", "credit_limit": 1}
 		e := acme.DoHeader("POST", "/api/1.0/clients", tok, other, withKey("key-1")).Status(t, http.StatusUnprocessableEntity).Err(t)
-		if len(e.Errors["idempotency_key"]) == 0 {
-			t.Fatalf("errors = %v; want idempotency_key", e.Errors)
+		if len(e.Errors["idempotency_key"]) == 0 || e.Code == nil || *e.Code != models.ErrorCodeIdempotencyMismatch {
+			t.Fatalf("errors = %v, code %v; want idempotency_key, idempotency_mismatch", e.Errors, e.Code)
 		}
-		tplTok := acme.Token(user, auth.ScopeTemplatesWrite)
-		acme.DoHeader("POST", "/api/1.0/templates", tplTok, creditReviewJSON, withKey("key-1")).
+		actTok := acme.Token(user, auth.ScopeActsWrite)
+		acme.DoHeader("POST", "/api/1.0/acts", actTok, map[string]any{"client_id": 1, "template_id": 1, "title": "x"}, withKey("key-1")).
 			Status(t, http.StatusUnprocessableEntity)
+		if second.Header.Get("Original-Request") != first.Header.Get("request_id") || first.Header.Get("request_id") == "" {
+			t.Fatalf("replay's Original-Request %q; want the first request's id %q", second.Header.Get("Original-Request"), first.Header.Get("request_id"))
+		}
 
 		var c models.Client
 		acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("key-2")).Status(t, http.StatusCreated).Decode(t, &c)
@@ -82,31 +86,54 @@ func TestIdempotencyKeyReplaysTheFirstResult(t *testing.T) {
 	})
 }
 
-// A request that failed changed nothing and is not stored: a retry with
-// the key and a corrected body runs. A malformed key is a 400.
-func TestIdempotencyKeyFailuresAreNotStored(t *testing.T) {
+// What is kept. A 4xx of the handler's own rules (no such client, a
+// duplicate email) changed nothing, and its answer is kept: the retry gets
+// it again, replayed, and never loops on it; a corrected body needs a new
+// key. A request refused before the handler (validation, a malformed key)
+// keeps nothing, and the key still runs the corrected request.
+func TestIdempotencyKeyKeepsDecidedFailures(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
 		acme := env.Tenant("acme")
 		tok := acme.Token(acme.User(auth.RoleMember), auth.ScopeClientsWrite, auth.ScopeActsWrite)
 
 		// A business-rule failure inside the handler (no such client).
 		act := map[string]any{"client_id": 99, "template_id": 99, "title": "Q3"}
-		acme.DoHeader("POST", "/api/1.0/acts", tok, act, withKey("k")).Status(t, http.StatusBadRequest)
-		acme.DoHeader("POST", "/api/1.0/acts", tok, act, withKey("k")).Status(t, http.StatusBadRequest)
-		if n := tenantRows(t, acme, "idempotency_keys"); n != 0 {
-			t.Fatalf("%d keys stored after failures; want 0", n)
+		first := acme.DoHeader("POST", "/api/1.0/acts", tok, act, withKey("k")).Status(t, http.StatusBadRequest)
+		again := acme.DoHeader("POST", "/api/1.0/acts", tok, act, withKey("k")).Status(t, http.StatusBadRequest)
+		if !bytes.Equal(first.Body, again.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("the kept 400 was not replayed: %s / %s %v", first.Body, again.Body, again.Header)
 		}
-		// The key is free for a different, valid request.
-		acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("k")).Status(t, http.StatusCreated)
+		if n := tenantRows(t, acme, "idempotency_keys"); n != 1 {
+			t.Fatalf("%d keys stored; want 1", n)
+		}
+		e := acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("k")).Status(t, http.StatusUnprocessableEntity).Err(t)
+		if e.Code == nil || *e.Code != models.ErrorCodeIdempotencyMismatch {
+			t.Fatalf("another request with a spent key: %+v", e)
+		}
 
+		// Refused by validation: nothing kept, the key runs the fixed body.
+		bad := map[string]any{"company_name": "", "org_number": "1", "country": "NO"}
+		acme.DoHeader("POST", "/api/1.0/clients", tok, bad, withKey("v")).Status(t, http.StatusBadRequest)
+		acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("v")).Status(t, http.StatusCreated)
 		for _, bad := range []string{strings.Repeat("k", 256), "tab\there", "ünïcode"} {
 			e := acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey(bad)).Status(t, http.StatusBadRequest).Err(t)
-			if e.Message == "" {
-				t.Fatalf("key %q: empty error", bad)
+			if e.Message == "" || e.Code == nil || *e.Code != models.ErrorCodeValidationFailed {
+				t.Fatalf("key %q: %+v", bad, e)
 			}
 		}
 		if n := tenantRows(t, acme, "clients"); n != 1 {
 			t.Fatalf("%d clients; want 1", n)
+		}
+
+		// A duplicate email: 409 duplicate, kept, replayed, never retried
+		// into a loop.
+		admin := acme.Token(acme.User(auth.RoleAdmin), auth.ScopeUsersWrite)
+		u := map[string]any{"email": "dup@acme.example.com", "name": "Dup", "role": "viewer"}
+		acme.Do("POST", "/api/1.0/users", admin, u).Status(t, http.StatusCreated)
+		d1 := acme.DoHeader("POST", "/api/1.0/users", admin, u, withKey("u")).Status(t, http.StatusConflict)
+		d2 := acme.DoHeader("POST", "/api/1.0/users", admin, u, withKey("u")).Status(t, http.StatusConflict)
+		if e := d2.Err(t); e.Code == nil || *e.Code != models.ErrorCodeDuplicate || d2.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(d1.Body, d2.Body) {
+			t.Fatalf("duplicate retried: %s %v", d2.Body, d2.Header)
 		}
 	})
 }
@@ -178,6 +205,75 @@ func TestIdempotencyKeyConcurrentRetries(t *testing.T) {
 		}
 		if got := tenantRows(t, acme, "clients"); got != 1 {
 			t.Fatalf("%d clients from %d racing retries; want 1 (codes %v)", got, n, codes)
+		}
+	})
+}
+
+// A replay is authorized exactly as a fresh request: a caller the
+// operation refuses gets the refusal, never the stored body (and with it
+// the secret it showed once), and another user of the same app who picks
+// the same key gets their own result.
+func TestIdempotencyReplayIsAuthorized(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		acme := env.Tenant("acme")
+		admin := acme.User(auth.RoleAdmin)
+		member, other, viewer := acme.User(auth.RoleMember), acme.User(auth.RoleMember), acme.User(auth.RoleViewer)
+		refused := func(what string, r *apitest.Response, secret string) {
+			t.Helper()
+			if r.Code != http.StatusForbidden && r.Code != http.StatusNotFound {
+				t.Errorf("%s: %d %s; want 403 or 404", what, r.Code, r.Body)
+			}
+			if r.Header.Get("Idempotent-Replayed") != "" || bytes.Contains(r.Body, []byte(secret)) {
+				t.Errorf("%s: got the stored result: %s", what, r.Body)
+			}
+		}
+
+		// POST /users: the one-time password.
+		u := map[string]any{"email": "new.admin@acme.example.com", "name": "New Admin", "role": "admin"}
+		var created models.UserCreated
+		acme.DoHeader("POST", "/api/1.0/users", acme.Token(admin, auth.ScopeUsersWrite), u, withKey("K")).
+			Status(t, http.StatusCreated).Decode(t, &created)
+		if created.OneTimePassword == nil || *created.OneTimePassword == "" {
+			t.Fatal("no one-time password generated")
+		}
+		otp := *created.OneTimePassword
+		refused("member replaying POST /users", acme.DoHeader("POST", "/api/1.0/users", acme.Token(member, auth.ScopeUsersWrite), u, withKey("K")), otp)
+		refused("viewer replaying POST /users", acme.DoHeader("POST", "/api/1.0/users", acme.Token(viewer, auth.ScopeUsersWrite), u, withKey("K")), otp)
+		refused("admin token without users:write", acme.DoHeader("POST", "/api/1.0/users", acme.Token(admin, auth.ScopeUsersRead), u, withKey("K")), otp)
+		// Another admin of the same app: its own request, which finds the
+		// email taken.
+		r := acme.DoHeader("POST", "/api/1.0/users", acme.Token(acme.User(auth.RoleAdmin), auth.ScopeUsersWrite), u, withKey("K")).Status(t, http.StatusConflict)
+		if r.Header.Get("Idempotent-Replayed") != "" || bytes.Contains(r.Body, []byte(otp)) {
+			t.Fatalf("another admin got the stored result: %s", r.Body)
+		}
+		// The first admin's retry still gets its own result.
+		again := acme.DoHeader("POST", "/api/1.0/users", acme.Token(admin, auth.ScopeUsersWrite), u, withKey("K")).Status(t, http.StatusCreated)
+		if again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Contains(again.Body, []byte(otp)) {
+			t.Fatalf("the creator's retry: %s %v", again.Body, again.Header)
+		}
+
+		// POST /webhooks: the signing secret.
+		hook := map[string]any{"event": "act.created", "target": "https://hooks.example.com/k"}
+		var wh models.WebhookWithSecret
+		acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(member, auth.ScopeWebhooksWrite), hook, withKey("W")).
+			Status(t, http.StatusCreated).Decode(t, &wh)
+		refused("viewer replaying POST /webhooks", acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(viewer, auth.ScopeWebhooksWrite), hook, withKey("W")), wh.Secret)
+		refused("token without webhooks:write", acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(member, auth.ScopeWebhooksRead), hook, withKey("W")), wh.Secret)
+		var own models.WebhookWithSecret
+		ro := acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(other, auth.ScopeWebhooksWrite), hook, withKey("W")).
+			Status(t, http.StatusCreated).Decode(t, &own)
+		if ro.Header.Get("Idempotent-Replayed") != "" || own.Id == wh.Id || own.Secret == wh.Secret {
+			t.Fatalf("another member got the first member's registration: %s", ro.Body)
+		}
+
+		// POST /webhooks/{id}/rotate-secret: the new secret.
+		path := "/api/1.0/webhooks/" + strconv.FormatInt(wh.Id, 10) + "/rotate-secret"
+		var rot models.WebhookWithSecret
+		acme.DoHeader("POST", path, acme.Token(member, auth.ScopeWebhooksWrite), nil, withKey("R")).Status(t, http.StatusOK).Decode(t, &rot)
+		refused("another member replaying rotate-secret", acme.DoHeader("POST", path, acme.Token(other, auth.ScopeWebhooksWrite), nil, withKey("R")), rot.Secret)
+		refused("viewer replaying rotate-secret", acme.DoHeader("POST", path, acme.Token(viewer, auth.ScopeWebhooksWrite), nil, withKey("R")), rot.Secret)
+		if n := tenantRows(t, acme, "webhooks"); n != 2 {
+			t.Fatalf("%d registrations; want 2", n)
 		}
 	})
 }

@@ -9,8 +9,9 @@
 //	[Deps.Trace: the server span, when tracing is on] → request id → access log → recover → body limit → tenant (from Host)
 //	  → deprecation headers (deprecation.go) → Deps.Middleware (metrics, rate limit)
 //	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
-//	    request validation → idempotency keys (POST) → authorization
-//	    (operation's scopes and role)
+//	    request validation → the key and body digest of a keyed POST
+//	  → [strict middleware] authorization (operation's scopes and role)
+//	    → idempotency keys (replay, or run in the key's transaction)
 //	  → handler
 //
 // Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
@@ -80,8 +81,8 @@ type Deps struct {
 	// Budget charges requests to the rate limits (pkg/ratelimit); nil
 	// limits nothing.
 	Budget Budget
-	// Idempotency keeps the results of POSTs sent with an
-	// Idempotency-Key (pkg/idempotency); nil ignores the header.
+	// Idempotency runs POSTs sent with an Idempotency-Key at most once
+	// (pkg/idempotency); nil ignores the header.
 	Idempotency IdempotencyStore
 
 	// Trace, when not nil, runs outermost, after routing (so that it can
@@ -180,12 +181,15 @@ func New(deps Deps) (http.Handler, error) {
 		return nil, err
 	}
 	h := &Handlers{svc: deps.Services, deps: deps, eventTypes: types}
-	strict := apiserver.NewStrictHandler(h, []apiserver.StrictMiddlewareFunc{authz})
+	// The generated handler wraps the last middleware outermost: the
+	// authorizer runs first, and the idempotency layer only for requests
+	// it admitted.
+	strict := apiserver.NewStrictHandler(h, []apiserver.StrictMiddlewareFunc{idempotent(deps.Idempotency), authz})
 	budget := deps.Budget
 	if budget == nil {
 		budget = noBudget{}
 	}
-	apiGroup := e.Group("", bearerAuth(deps.Auth, budget), textGuard, validator, idempotent(deps.Idempotency, deps.Logger))
+	apiGroup := e.Group("", bearerAuth(deps.Auth, budget), textGuard, validator, keyBody(deps.Idempotency != nil))
 	apiserver.RegisterHandlers(apiGroup, strict)
 
 	registerOperational(e, deps)

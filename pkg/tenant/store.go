@@ -99,7 +99,7 @@ func (s *Store) Create(ctx context.Context, slug, name string) (_ *Tenant, err e
 	t := &Tenant{Slug: slug, Name: name}
 	if err := s.db.WithContext(ctx).Create(t).Error; err != nil {
 		if db.IsUniqueViolation(err) {
-			return nil, apperr.Ef(apperr.Conflict, "tenant %q already exists", slug).
+			return nil, apperr.Ef(apperr.Conflict, "tenant %q already exists", slug).WithCode(apperr.CodeDuplicate).
 				WithField("slug", "is already taken")
 		}
 		return nil, err

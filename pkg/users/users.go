@@ -282,7 +282,7 @@ func (s *Store) Create(ctx context.Context, email, name, role, password string) 
 		return tx.Create(u).Error
 	})
 	if db.IsUniqueViolation(err) {
-		return nil, apperr.E(apperr.Conflict, "a user with this email already exists").
+		return nil, apperr.E(apperr.Conflict, "a user with this email already exists").WithCode(apperr.CodeDuplicate).
 			WithField("email", "is already registered")
 	}
 	if err != nil {

@@ -209,6 +209,69 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for ErrorCode.
+const (
+	ErrorCodeConflict             ErrorCode = "conflict"
+	ErrorCodeDuplicate            ErrorCode = "duplicate"
+	ErrorCodeFetchConflict        ErrorCode = "fetch_conflict"
+	ErrorCodeForbidden            ErrorCode = "forbidden"
+	ErrorCodeIdempotencyInFlight  ErrorCode = "idempotency_in_flight"
+	ErrorCodeIdempotencyMismatch  ErrorCode = "idempotency_mismatch"
+	ErrorCodeInternal             ErrorCode = "internal"
+	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
+	ErrorCodeNotFound             ErrorCode = "not_found"
+	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
+	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
+	ErrorCodeRateLimited          ErrorCode = "rate_limited"
+	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
+	ErrorCodeUnavailable          ErrorCode = "unavailable"
+	ErrorCodeUnprocessable        ErrorCode = "unprocessable"
+	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
+	ErrorCodeValidationFailed     ErrorCode = "validation_failed"
+)
+
+// Valid indicates whether the value is a known member of the ErrorCode enum.
+func (e ErrorCode) Valid() bool {
+	switch e {
+	case ErrorCodeConflict:
+		return true
+	case ErrorCodeDuplicate:
+		return true
+	case ErrorCodeFetchConflict:
+		return true
+	case ErrorCodeForbidden:
+		return true
+	case ErrorCodeIdempotencyInFlight:
+		return true
+	case ErrorCodeIdempotencyMismatch:
+		return true
+	case ErrorCodeInternal:
+		return true
+	case ErrorCodeMethodNotAllowed:
+		return true
+	case ErrorCodeNotFound:
+		return true
+	case ErrorCodeNotImplemented:
+		return true
+	case ErrorCodePayloadTooLarge:
+		return true
+	case ErrorCodeRateLimited:
+		return true
+	case ErrorCodeUnauthenticated:
+		return true
+	case ErrorCodeUnavailable:
+		return true
+	case ErrorCodeUnprocessable:
+		return true
+	case ErrorCodeUnsupportedMediaType:
+		return true
+	case ErrorCodeValidationFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventKind.
 const (
 	EventActCreated    EventKind = "act.created"
@@ -1027,12 +1090,62 @@ type DeliveryStatus string
 
 // Error The error body of every endpoint below `/api/1.0`.
 type Error struct {
+	// Code The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+	//
+	// | code | status | retry? |
+	// |---|---|---|
+	// | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+	// | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+	// | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+	// | `not_found` | 404 | No. |
+	// | `method_not_allowed` | 405 | No. |
+	// | `conflict` | 409 | No: the resource's state does not allow it. |
+	// | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+	// | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+	// | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+	// | `payload_too_large` | 413 | No. |
+	// | `unsupported_media_type` | 415 | No. |
+	// | `unprocessable` | 422 | No: values fail validation; fix them. |
+	// | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+	// | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+	// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+	// | `not_implemented` | 501 | No. |
+	// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+	//
+	// New codes may be added; treat an unknown code by its status.
+	Code *ErrorCode `json:"code,omitempty"`
+
 	// Errors Field name (or item path such as `data[2].value`) to messages. Empty when no field is at fault.
 	Errors map[string][]string `json:"errors"`
 
 	// Message A human-readable summary.
 	Message string `json:"message"`
 }
+
+// ErrorCode The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+//
+// | code | status | retry? |
+// |---|---|---|
+// | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+// | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+// | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+// | `not_found` | 404 | No. |
+// | `method_not_allowed` | 405 | No. |
+// | `conflict` | 409 | No: the resource's state does not allow it. |
+// | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+// | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+// | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+// | `payload_too_large` | 413 | No. |
+// | `unsupported_media_type` | 415 | No. |
+// | `unprocessable` | 422 | No: values fail validation; fix them. |
+// | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+// | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+// | `not_implemented` | 501 | No. |
+// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+//
+// New codes may be added; treat an unknown code by its status.
+type ErrorCode string
 
 // EventAct The act an `act.fetch_data` event is about.
 type EventAct struct {
@@ -1863,44 +1976,80 @@ type ListActsParams struct {
 // CreateActParams defines parameters for CreateAct.
 type CreateActParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DuplicateActParams defines parameters for DuplicateAct.
 type DuplicateActParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateFetchRequestParams defines parameters for CreateFetchRequest.
 type CreateFetchRequestParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // FinalizeActParams defines parameters for FinalizeAct.
 type FinalizeActParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1954,11 +2103,20 @@ type ListClientsParams struct {
 // CreateClientParams defines parameters for CreateClient.
 type CreateClientParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2021,11 +2179,20 @@ type ListTemplatesParams struct {
 // CreateTemplateParams defines parameters for CreateTemplate.
 type CreateTemplateParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2041,11 +2208,20 @@ type ListUsersParams struct {
 // CreateUserParams defines parameters for CreateUser.
 type CreateUserParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2061,11 +2237,20 @@ type ListWebhooksParams struct {
 // CreateWebhookParams defines parameters for CreateWebhook.
 type CreateWebhookParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2081,33 +2266,60 @@ type ListWebhookDeliveriesParams struct {
 // RedeliverWebhookDeliveryParams defines parameters for RedeliverWebhookDelivery.
 type RedeliverWebhookDeliveryParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
 type RotateWebhookSecretParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TestWebhookParams defines parameters for TestWebhook.
 type TestWebhookParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-	// The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-	// same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-	// (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-	// a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-	// not stored: retrying it with the same key runs it again.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -7528,6 +7740,8 @@ type ListActsResponse200Headers struct {
 
 // ListActsResponse400Headers the declared response headers of an HTTP 400 response for ListActs
 type ListActsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7545,6 +7759,8 @@ type ListActsResponse401Headers struct {
 
 // ListActsResponse403Headers the declared response headers of an HTTP 403 response for ListActs
 type ListActsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7677,6 +7893,7 @@ func (r ListActsResponse) ContentType() string {
 // CreateActResponse201Headers the declared response headers of an HTTP 201 response for CreateAct
 type CreateActResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7685,6 +7902,8 @@ type CreateActResponse201Headers struct {
 
 // CreateActResponse400Headers the declared response headers of an HTTP 400 response for CreateAct
 type CreateActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7702,6 +7921,8 @@ type CreateActResponse401Headers struct {
 
 // CreateActResponse403Headers the declared response headers of an HTTP 403 response for CreateAct
 type CreateActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7710,6 +7931,8 @@ type CreateActResponse403Headers struct {
 
 // CreateActResponse409Headers the declared response headers of an HTTP 409 response for CreateAct
 type CreateActResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7726,6 +7949,8 @@ type CreateActResponse413Headers struct {
 
 // CreateActResponse422Headers the declared response headers of an HTTP 422 response for CreateAct
 type CreateActResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7892,6 +8117,8 @@ type DeleteActResponse204Headers struct {
 
 // DeleteActResponse400Headers the declared response headers of an HTTP 400 response for DeleteAct
 type DeleteActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7909,6 +8136,8 @@ type DeleteActResponse401Headers struct {
 
 // DeleteActResponse403Headers the declared response headers of an HTTP 403 response for DeleteAct
 type DeleteActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7917,6 +8146,8 @@ type DeleteActResponse403Headers struct {
 
 // DeleteActResponse404Headers the declared response headers of an HTTP 404 response for DeleteAct
 type DeleteActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8058,6 +8289,8 @@ type GetActResponse200Headers struct {
 
 // GetActResponse400Headers the declared response headers of an HTTP 400 response for GetAct
 type GetActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8075,6 +8308,8 @@ type GetActResponse401Headers struct {
 
 // GetActResponse403Headers the declared response headers of an HTTP 403 response for GetAct
 type GetActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8083,6 +8318,8 @@ type GetActResponse403Headers struct {
 
 // GetActResponse404Headers the declared response headers of an HTTP 404 response for GetAct
 type GetActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8231,6 +8468,8 @@ type UpdateActResponse200Headers struct {
 
 // UpdateActResponse400Headers the declared response headers of an HTTP 400 response for UpdateAct
 type UpdateActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8248,6 +8487,8 @@ type UpdateActResponse401Headers struct {
 
 // UpdateActResponse403Headers the declared response headers of an HTTP 403 response for UpdateAct
 type UpdateActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8256,6 +8497,8 @@ type UpdateActResponse403Headers struct {
 
 // UpdateActResponse404Headers the declared response headers of an HTTP 404 response for UpdateAct
 type UpdateActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8421,6 +8664,8 @@ type PutActDataResponse200Headers struct {
 
 // PutActDataResponse400Headers the declared response headers of an HTTP 400 response for PutActData
 type PutActDataResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8438,6 +8683,8 @@ type PutActDataResponse401Headers struct {
 
 // PutActDataResponse403Headers the declared response headers of an HTTP 403 response for PutActData
 type PutActDataResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8446,6 +8693,8 @@ type PutActDataResponse403Headers struct {
 
 // PutActDataResponse404Headers the declared response headers of an HTTP 404 response for PutActData
 type PutActDataResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8454,6 +8703,8 @@ type PutActDataResponse404Headers struct {
 
 // PutActDataResponse409Headers the declared response headers of an HTTP 409 response for PutActData
 type PutActDataResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8470,6 +8721,8 @@ type PutActDataResponse413Headers struct {
 
 // PutActDataResponse422Headers the declared response headers of an HTTP 422 response for PutActData
 type PutActDataResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8645,6 +8898,8 @@ type PutActDataPointResponse200Headers struct {
 
 // PutActDataPointResponse400Headers the declared response headers of an HTTP 400 response for PutActDataPoint
 type PutActDataPointResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8662,6 +8917,8 @@ type PutActDataPointResponse401Headers struct {
 
 // PutActDataPointResponse403Headers the declared response headers of an HTTP 403 response for PutActDataPoint
 type PutActDataPointResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8670,6 +8927,8 @@ type PutActDataPointResponse403Headers struct {
 
 // PutActDataPointResponse404Headers the declared response headers of an HTTP 404 response for PutActDataPoint
 type PutActDataPointResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8678,6 +8937,8 @@ type PutActDataPointResponse404Headers struct {
 
 // PutActDataPointResponse409Headers the declared response headers of an HTTP 409 response for PutActDataPoint
 type PutActDataPointResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8694,6 +8955,8 @@ type PutActDataPointResponse413Headers struct {
 
 // PutActDataPointResponse422Headers the declared response headers of an HTTP 422 response for PutActDataPoint
 type PutActDataPointResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8862,6 +9125,7 @@ func (r PutActDataPointResponse) ContentType() string {
 // DuplicateActResponse201Headers the declared response headers of an HTTP 201 response for DuplicateAct
 type DuplicateActResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8870,6 +9134,8 @@ type DuplicateActResponse201Headers struct {
 
 // DuplicateActResponse400Headers the declared response headers of an HTTP 400 response for DuplicateAct
 type DuplicateActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8887,6 +9153,8 @@ type DuplicateActResponse401Headers struct {
 
 // DuplicateActResponse403Headers the declared response headers of an HTTP 403 response for DuplicateAct
 type DuplicateActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8895,6 +9163,8 @@ type DuplicateActResponse403Headers struct {
 
 // DuplicateActResponse404Headers the declared response headers of an HTTP 404 response for DuplicateAct
 type DuplicateActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8903,6 +9173,8 @@ type DuplicateActResponse404Headers struct {
 
 // DuplicateActResponse409Headers the declared response headers of an HTTP 409 response for DuplicateAct
 type DuplicateActResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8911,6 +9183,8 @@ type DuplicateActResponse409Headers struct {
 
 // DuplicateActResponse422Headers the declared response headers of an HTTP 422 response for DuplicateAct
 type DuplicateActResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9070,6 +9344,7 @@ func (r DuplicateActResponse) ContentType() string {
 // CreateFetchRequestResponse201Headers the declared response headers of an HTTP 201 response for CreateFetchRequest
 type CreateFetchRequestResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9078,6 +9353,8 @@ type CreateFetchRequestResponse201Headers struct {
 
 // CreateFetchRequestResponse400Headers the declared response headers of an HTTP 400 response for CreateFetchRequest
 type CreateFetchRequestResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9095,6 +9372,8 @@ type CreateFetchRequestResponse401Headers struct {
 
 // CreateFetchRequestResponse403Headers the declared response headers of an HTTP 403 response for CreateFetchRequest
 type CreateFetchRequestResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9103,6 +9382,8 @@ type CreateFetchRequestResponse403Headers struct {
 
 // CreateFetchRequestResponse404Headers the declared response headers of an HTTP 404 response for CreateFetchRequest
 type CreateFetchRequestResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9111,6 +9392,8 @@ type CreateFetchRequestResponse404Headers struct {
 
 // CreateFetchRequestResponse409Headers the declared response headers of an HTTP 409 response for CreateFetchRequest
 type CreateFetchRequestResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9127,6 +9410,8 @@ type CreateFetchRequestResponse413Headers struct {
 
 // CreateFetchRequestResponse422Headers the declared response headers of an HTTP 422 response for CreateFetchRequest
 type CreateFetchRequestResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9302,6 +9587,8 @@ type GetFetchRequestResponse200Headers struct {
 
 // GetFetchRequestResponse400Headers the declared response headers of an HTTP 400 response for GetFetchRequest
 type GetFetchRequestResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9319,6 +9606,8 @@ type GetFetchRequestResponse401Headers struct {
 
 // GetFetchRequestResponse403Headers the declared response headers of an HTTP 403 response for GetFetchRequest
 type GetFetchRequestResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9327,6 +9616,8 @@ type GetFetchRequestResponse403Headers struct {
 
 // GetFetchRequestResponse404Headers the declared response headers of an HTTP 404 response for GetFetchRequest
 type GetFetchRequestResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9468,6 +9759,7 @@ func (r GetFetchRequestResponse) ContentType() string {
 // FinalizeActResponse200Headers the declared response headers of an HTTP 200 response for FinalizeAct
 type FinalizeActResponse200Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9476,6 +9768,8 @@ type FinalizeActResponse200Headers struct {
 
 // FinalizeActResponse400Headers the declared response headers of an HTTP 400 response for FinalizeAct
 type FinalizeActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9493,6 +9787,8 @@ type FinalizeActResponse401Headers struct {
 
 // FinalizeActResponse403Headers the declared response headers of an HTTP 403 response for FinalizeAct
 type FinalizeActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9501,6 +9797,8 @@ type FinalizeActResponse403Headers struct {
 
 // FinalizeActResponse404Headers the declared response headers of an HTTP 404 response for FinalizeAct
 type FinalizeActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9509,6 +9807,8 @@ type FinalizeActResponse404Headers struct {
 
 // FinalizeActResponse409Headers the declared response headers of an HTTP 409 response for FinalizeAct
 type FinalizeActResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9517,6 +9817,8 @@ type FinalizeActResponse409Headers struct {
 
 // FinalizeActResponse422Headers the declared response headers of an HTTP 422 response for FinalizeAct
 type FinalizeActResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9683,6 +9985,8 @@ type ListActHistoryResponse200Headers struct {
 
 // ListActHistoryResponse400Headers the declared response headers of an HTTP 400 response for ListActHistory
 type ListActHistoryResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9700,6 +10004,8 @@ type ListActHistoryResponse401Headers struct {
 
 // ListActHistoryResponse403Headers the declared response headers of an HTTP 403 response for ListActHistory
 type ListActHistoryResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9708,6 +10014,8 @@ type ListActHistoryResponse403Headers struct {
 
 // ListActHistoryResponse404Headers the declared response headers of an HTTP 404 response for ListActHistory
 type ListActHistoryResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9856,6 +10164,8 @@ type ListClientsResponse200Headers struct {
 
 // ListClientsResponse400Headers the declared response headers of an HTTP 400 response for ListClients
 type ListClientsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -9873,6 +10183,8 @@ type ListClientsResponse401Headers struct {
 
 // ListClientsResponse403Headers the declared response headers of an HTTP 403 response for ListClients
 type ListClientsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10005,6 +10317,7 @@ func (r ListClientsResponse) ContentType() string {
 // CreateClientResponse201Headers the declared response headers of an HTTP 201 response for CreateClient
 type CreateClientResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10013,6 +10326,8 @@ type CreateClientResponse201Headers struct {
 
 // CreateClientResponse400Headers the declared response headers of an HTTP 400 response for CreateClient
 type CreateClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10030,6 +10345,8 @@ type CreateClientResponse401Headers struct {
 
 // CreateClientResponse403Headers the declared response headers of an HTTP 403 response for CreateClient
 type CreateClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10038,6 +10355,8 @@ type CreateClientResponse403Headers struct {
 
 // CreateClientResponse409Headers the declared response headers of an HTTP 409 response for CreateClient
 type CreateClientResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10054,6 +10373,8 @@ type CreateClientResponse413Headers struct {
 
 // CreateClientResponse422Headers the declared response headers of an HTTP 422 response for CreateClient
 type CreateClientResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10220,6 +10541,8 @@ type DeleteClientResponse204Headers struct {
 
 // DeleteClientResponse400Headers the declared response headers of an HTTP 400 response for DeleteClient
 type DeleteClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10237,6 +10560,8 @@ type DeleteClientResponse401Headers struct {
 
 // DeleteClientResponse403Headers the declared response headers of an HTTP 403 response for DeleteClient
 type DeleteClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10245,6 +10570,8 @@ type DeleteClientResponse403Headers struct {
 
 // DeleteClientResponse404Headers the declared response headers of an HTTP 404 response for DeleteClient
 type DeleteClientResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10386,6 +10713,8 @@ type GetClientResponse200Headers struct {
 
 // GetClientResponse400Headers the declared response headers of an HTTP 400 response for GetClient
 type GetClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10403,6 +10732,8 @@ type GetClientResponse401Headers struct {
 
 // GetClientResponse403Headers the declared response headers of an HTTP 403 response for GetClient
 type GetClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10411,6 +10742,8 @@ type GetClientResponse403Headers struct {
 
 // GetClientResponse404Headers the declared response headers of an HTTP 404 response for GetClient
 type GetClientResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10559,6 +10892,8 @@ type UpdateClientResponse200Headers struct {
 
 // UpdateClientResponse400Headers the declared response headers of an HTTP 400 response for UpdateClient
 type UpdateClientResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10576,6 +10911,8 @@ type UpdateClientResponse401Headers struct {
 
 // UpdateClientResponse403Headers the declared response headers of an HTTP 403 response for UpdateClient
 type UpdateClientResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10584,6 +10921,8 @@ type UpdateClientResponse403Headers struct {
 
 // UpdateClientResponse404Headers the declared response headers of an HTTP 404 response for UpdateClient
 type UpdateClientResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10749,6 +11088,8 @@ type GetLatestClientActResponse200Headers struct {
 
 // GetLatestClientActResponse400Headers the declared response headers of an HTTP 400 response for GetLatestClientAct
 type GetLatestClientActResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10766,6 +11107,8 @@ type GetLatestClientActResponse401Headers struct {
 
 // GetLatestClientActResponse403Headers the declared response headers of an HTTP 403 response for GetLatestClientAct
 type GetLatestClientActResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10774,6 +11117,8 @@ type GetLatestClientActResponse403Headers struct {
 
 // GetLatestClientActResponse404Headers the declared response headers of an HTTP 404 response for GetLatestClientAct
 type GetLatestClientActResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10922,6 +11267,8 @@ type ListDeletedActsResponse200Headers struct {
 
 // ListDeletedActsResponse400Headers the declared response headers of an HTTP 400 response for ListDeletedActs
 type ListDeletedActsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -10939,6 +11286,8 @@ type ListDeletedActsResponse401Headers struct {
 
 // ListDeletedActsResponse403Headers the declared response headers of an HTTP 403 response for ListDeletedActs
 type ListDeletedActsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11078,6 +11427,8 @@ type ListDeletedClientsResponse200Headers struct {
 
 // ListDeletedClientsResponse400Headers the declared response headers of an HTTP 400 response for ListDeletedClients
 type ListDeletedClientsResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11095,6 +11446,8 @@ type ListDeletedClientsResponse401Headers struct {
 
 // ListDeletedClientsResponse403Headers the declared response headers of an HTTP 403 response for ListDeletedClients
 type ListDeletedClientsResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11243,6 +11596,8 @@ type ListEventTypesResponse401Headers struct {
 
 // ListEventTypesResponse403Headers the declared response headers of an HTTP 403 response for ListEventTypes
 type ListEventTypesResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11495,6 +11850,8 @@ type ListTemplatesResponse200Headers struct {
 
 // ListTemplatesResponse400Headers the declared response headers of an HTTP 400 response for ListTemplates
 type ListTemplatesResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11512,6 +11869,8 @@ type ListTemplatesResponse401Headers struct {
 
 // ListTemplatesResponse403Headers the declared response headers of an HTTP 403 response for ListTemplates
 type ListTemplatesResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11644,6 +12003,7 @@ func (r ListTemplatesResponse) ContentType() string {
 // CreateTemplateResponse201Headers the declared response headers of an HTTP 201 response for CreateTemplate
 type CreateTemplateResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11652,6 +12012,8 @@ type CreateTemplateResponse201Headers struct {
 
 // CreateTemplateResponse400Headers the declared response headers of an HTTP 400 response for CreateTemplate
 type CreateTemplateResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11669,6 +12031,8 @@ type CreateTemplateResponse401Headers struct {
 
 // CreateTemplateResponse403Headers the declared response headers of an HTTP 403 response for CreateTemplate
 type CreateTemplateResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11677,6 +12041,8 @@ type CreateTemplateResponse403Headers struct {
 
 // CreateTemplateResponse409Headers the declared response headers of an HTTP 409 response for CreateTemplate
 type CreateTemplateResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11693,6 +12059,8 @@ type CreateTemplateResponse413Headers struct {
 
 // CreateTemplateResponse422Headers the declared response headers of an HTTP 422 response for CreateTemplate
 type CreateTemplateResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11859,6 +12227,8 @@ type GetTemplateResponse200Headers struct {
 
 // GetTemplateResponse400Headers the declared response headers of an HTTP 400 response for GetTemplate
 type GetTemplateResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11876,6 +12246,8 @@ type GetTemplateResponse401Headers struct {
 
 // GetTemplateResponse403Headers the declared response headers of an HTTP 403 response for GetTemplate
 type GetTemplateResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11884,6 +12256,8 @@ type GetTemplateResponse403Headers struct {
 
 // GetTemplateResponse404Headers the declared response headers of an HTTP 404 response for GetTemplate
 type GetTemplateResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12040,6 +12414,8 @@ type UpdateTemplateResponse201Headers struct {
 
 // UpdateTemplateResponse400Headers the declared response headers of an HTTP 400 response for UpdateTemplate
 type UpdateTemplateResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12057,6 +12433,8 @@ type UpdateTemplateResponse401Headers struct {
 
 // UpdateTemplateResponse403Headers the declared response headers of an HTTP 403 response for UpdateTemplate
 type UpdateTemplateResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12065,6 +12443,8 @@ type UpdateTemplateResponse403Headers struct {
 
 // UpdateTemplateResponse404Headers the declared response headers of an HTTP 404 response for UpdateTemplate
 type UpdateTemplateResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12239,6 +12619,8 @@ type ListUsersResponse200Headers struct {
 
 // ListUsersResponse400Headers the declared response headers of an HTTP 400 response for ListUsers
 type ListUsersResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12256,6 +12638,8 @@ type ListUsersResponse401Headers struct {
 
 // ListUsersResponse403Headers the declared response headers of an HTTP 403 response for ListUsers
 type ListUsersResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12388,6 +12772,7 @@ func (r ListUsersResponse) ContentType() string {
 // CreateUserResponse201Headers the declared response headers of an HTTP 201 response for CreateUser
 type CreateUserResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12396,6 +12781,8 @@ type CreateUserResponse201Headers struct {
 
 // CreateUserResponse400Headers the declared response headers of an HTTP 400 response for CreateUser
 type CreateUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12413,6 +12800,8 @@ type CreateUserResponse401Headers struct {
 
 // CreateUserResponse403Headers the declared response headers of an HTTP 403 response for CreateUser
 type CreateUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12421,6 +12810,8 @@ type CreateUserResponse403Headers struct {
 
 // CreateUserResponse409Headers the declared response headers of an HTTP 409 response for CreateUser
 type CreateUserResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12437,6 +12828,8 @@ type CreateUserResponse413Headers struct {
 
 // CreateUserResponse422Headers the declared response headers of an HTTP 422 response for CreateUser
 type CreateUserResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12603,6 +12996,8 @@ type DeleteUserResponse204Headers struct {
 
 // DeleteUserResponse400Headers the declared response headers of an HTTP 400 response for DeleteUser
 type DeleteUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12620,6 +13015,8 @@ type DeleteUserResponse401Headers struct {
 
 // DeleteUserResponse403Headers the declared response headers of an HTTP 403 response for DeleteUser
 type DeleteUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12628,6 +13025,8 @@ type DeleteUserResponse403Headers struct {
 
 // DeleteUserResponse404Headers the declared response headers of an HTTP 404 response for DeleteUser
 type DeleteUserResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12769,6 +13168,8 @@ type GetUserResponse200Headers struct {
 
 // GetUserResponse400Headers the declared response headers of an HTTP 400 response for GetUser
 type GetUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12786,6 +13187,8 @@ type GetUserResponse401Headers struct {
 
 // GetUserResponse403Headers the declared response headers of an HTTP 403 response for GetUser
 type GetUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12794,6 +13197,8 @@ type GetUserResponse403Headers struct {
 
 // GetUserResponse404Headers the declared response headers of an HTTP 404 response for GetUser
 type GetUserResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12942,6 +13347,8 @@ type UpdateUserResponse200Headers struct {
 
 // UpdateUserResponse400Headers the declared response headers of an HTTP 400 response for UpdateUser
 type UpdateUserResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12959,6 +13366,8 @@ type UpdateUserResponse401Headers struct {
 
 // UpdateUserResponse403Headers the declared response headers of an HTTP 403 response for UpdateUser
 type UpdateUserResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -12967,6 +13376,8 @@ type UpdateUserResponse403Headers struct {
 
 // UpdateUserResponse404Headers the declared response headers of an HTTP 404 response for UpdateUser
 type UpdateUserResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13132,6 +13543,8 @@ type ListWebhooksResponse200Headers struct {
 
 // ListWebhooksResponse400Headers the declared response headers of an HTTP 400 response for ListWebhooks
 type ListWebhooksResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13149,6 +13562,8 @@ type ListWebhooksResponse401Headers struct {
 
 // ListWebhooksResponse403Headers the declared response headers of an HTTP 403 response for ListWebhooks
 type ListWebhooksResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13281,6 +13696,7 @@ func (r ListWebhooksResponse) ContentType() string {
 // CreateWebhookResponse201Headers the declared response headers of an HTTP 201 response for CreateWebhook
 type CreateWebhookResponse201Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13289,6 +13705,8 @@ type CreateWebhookResponse201Headers struct {
 
 // CreateWebhookResponse400Headers the declared response headers of an HTTP 400 response for CreateWebhook
 type CreateWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13306,6 +13724,8 @@ type CreateWebhookResponse401Headers struct {
 
 // CreateWebhookResponse403Headers the declared response headers of an HTTP 403 response for CreateWebhook
 type CreateWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13314,6 +13734,8 @@ type CreateWebhookResponse403Headers struct {
 
 // CreateWebhookResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhook
 type CreateWebhookResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13330,6 +13752,8 @@ type CreateWebhookResponse413Headers struct {
 
 // CreateWebhookResponse422Headers the declared response headers of an HTTP 422 response for CreateWebhook
 type CreateWebhookResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13496,6 +13920,8 @@ type DeleteWebhookResponse204Headers struct {
 
 // DeleteWebhookResponse400Headers the declared response headers of an HTTP 400 response for DeleteWebhook
 type DeleteWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13513,6 +13939,8 @@ type DeleteWebhookResponse401Headers struct {
 
 // DeleteWebhookResponse403Headers the declared response headers of an HTTP 403 response for DeleteWebhook
 type DeleteWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13521,6 +13949,8 @@ type DeleteWebhookResponse403Headers struct {
 
 // DeleteWebhookResponse404Headers the declared response headers of an HTTP 404 response for DeleteWebhook
 type DeleteWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13662,6 +14092,8 @@ type GetWebhookResponse200Headers struct {
 
 // GetWebhookResponse400Headers the declared response headers of an HTTP 400 response for GetWebhook
 type GetWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13679,6 +14111,8 @@ type GetWebhookResponse401Headers struct {
 
 // GetWebhookResponse403Headers the declared response headers of an HTTP 403 response for GetWebhook
 type GetWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13687,6 +14121,8 @@ type GetWebhookResponse403Headers struct {
 
 // GetWebhookResponse404Headers the declared response headers of an HTTP 404 response for GetWebhook
 type GetWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13835,6 +14271,8 @@ type UpdateWebhookResponse200Headers struct {
 
 // UpdateWebhookResponse400Headers the declared response headers of an HTTP 400 response for UpdateWebhook
 type UpdateWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13852,6 +14290,8 @@ type UpdateWebhookResponse401Headers struct {
 
 // UpdateWebhookResponse403Headers the declared response headers of an HTTP 403 response for UpdateWebhook
 type UpdateWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13860,6 +14300,8 @@ type UpdateWebhookResponse403Headers struct {
 
 // UpdateWebhookResponse404Headers the declared response headers of an HTTP 404 response for UpdateWebhook
 type UpdateWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14025,6 +14467,8 @@ type ListWebhookDeliveriesResponse200Headers struct {
 
 // ListWebhookDeliveriesResponse400Headers the declared response headers of an HTTP 400 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14042,6 +14486,8 @@ type ListWebhookDeliveriesResponse401Headers struct {
 
 // ListWebhookDeliveriesResponse403Headers the declared response headers of an HTTP 403 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14050,6 +14496,8 @@ type ListWebhookDeliveriesResponse403Headers struct {
 
 // ListWebhookDeliveriesResponse404Headers the declared response headers of an HTTP 404 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14191,6 +14639,7 @@ func (r ListWebhookDeliveriesResponse) ContentType() string {
 // RedeliverWebhookDeliveryResponse202Headers the declared response headers of an HTTP 202 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse202Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14199,6 +14648,8 @@ type RedeliverWebhookDeliveryResponse202Headers struct {
 
 // RedeliverWebhookDeliveryResponse400Headers the declared response headers of an HTTP 400 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14216,6 +14667,8 @@ type RedeliverWebhookDeliveryResponse401Headers struct {
 
 // RedeliverWebhookDeliveryResponse403Headers the declared response headers of an HTTP 403 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14224,6 +14677,8 @@ type RedeliverWebhookDeliveryResponse403Headers struct {
 
 // RedeliverWebhookDeliveryResponse404Headers the declared response headers of an HTTP 404 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14232,6 +14687,8 @@ type RedeliverWebhookDeliveryResponse404Headers struct {
 
 // RedeliverWebhookDeliveryResponse409Headers the declared response headers of an HTTP 409 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14240,6 +14697,8 @@ type RedeliverWebhookDeliveryResponse409Headers struct {
 
 // RedeliverWebhookDeliveryResponse422Headers the declared response headers of an HTTP 422 response for RedeliverWebhookDelivery
 type RedeliverWebhookDeliveryResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14399,6 +14858,7 @@ func (r RedeliverWebhookDeliveryResponse) ContentType() string {
 // RotateWebhookSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookSecret
 type RotateWebhookSecretResponse200Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14407,6 +14867,8 @@ type RotateWebhookSecretResponse200Headers struct {
 
 // RotateWebhookSecretResponse400Headers the declared response headers of an HTTP 400 response for RotateWebhookSecret
 type RotateWebhookSecretResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14424,6 +14886,8 @@ type RotateWebhookSecretResponse401Headers struct {
 
 // RotateWebhookSecretResponse403Headers the declared response headers of an HTTP 403 response for RotateWebhookSecret
 type RotateWebhookSecretResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14432,6 +14896,8 @@ type RotateWebhookSecretResponse403Headers struct {
 
 // RotateWebhookSecretResponse404Headers the declared response headers of an HTTP 404 response for RotateWebhookSecret
 type RotateWebhookSecretResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14440,6 +14906,8 @@ type RotateWebhookSecretResponse404Headers struct {
 
 // RotateWebhookSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookSecret
 type RotateWebhookSecretResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14448,6 +14916,8 @@ type RotateWebhookSecretResponse409Headers struct {
 
 // RotateWebhookSecretResponse422Headers the declared response headers of an HTTP 422 response for RotateWebhookSecret
 type RotateWebhookSecretResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14607,6 +15077,7 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 // TestWebhookResponse202Headers the declared response headers of an HTTP 202 response for TestWebhook
 type TestWebhookResponse202Headers struct {
 	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14615,6 +15086,8 @@ type TestWebhookResponse202Headers struct {
 
 // TestWebhookResponse400Headers the declared response headers of an HTTP 400 response for TestWebhook
 type TestWebhookResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14632,6 +15105,8 @@ type TestWebhookResponse401Headers struct {
 
 // TestWebhookResponse403Headers the declared response headers of an HTTP 403 response for TestWebhook
 type TestWebhookResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14640,6 +15115,8 @@ type TestWebhookResponse403Headers struct {
 
 // TestWebhookResponse404Headers the declared response headers of an HTTP 404 response for TestWebhook
 type TestWebhookResponse404Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14648,6 +15125,8 @@ type TestWebhookResponse404Headers struct {
 
 // TestWebhookResponse409Headers the declared response headers of an HTTP 409 response for TestWebhook
 type TestWebhookResponse409Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -14656,6 +15135,8 @@ type TestWebhookResponse409Headers struct {
 
 // TestWebhookResponse422Headers the declared response headers of an HTTP 422 response for TestWebhook
 type TestWebhookResponse422Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -16746,6 +17227,20 @@ func ParseListActsResponse(rsp *http.Response) (*ListActsResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListActsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16815,6 +17310,20 @@ func ParseListActsResponse(rsp *http.Response) (*ListActsResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListActsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17052,6 +17561,13 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17083,6 +17599,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17152,6 +17682,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17183,6 +17727,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateActResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17245,6 +17803,20 @@ func ParseCreateActResponse(rsp *http.Response) (*CreateActResponse, error) {
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateActResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17488,6 +18060,20 @@ func ParseDeleteActResponse(rsp *http.Response) (*DeleteActResponse, error) {
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17557,6 +18143,20 @@ func ParseDeleteActResponse(rsp *http.Response) (*DeleteActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17588,6 +18188,20 @@ func ParseDeleteActResponse(rsp *http.Response) (*DeleteActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17835,6 +18449,20 @@ func ParseGetActResponse(rsp *http.Response) (*GetActResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17904,6 +18532,20 @@ func ParseGetActResponse(rsp *http.Response) (*GetActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -17935,6 +18577,20 @@ func ParseGetActResponse(rsp *http.Response) (*GetActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18189,6 +18845,20 @@ func ParseUpdateActResponse(rsp *http.Response) (*UpdateActResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18258,6 +18928,20 @@ func ParseUpdateActResponse(rsp *http.Response) (*UpdateActResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18289,6 +18973,20 @@ func ParseUpdateActResponse(rsp *http.Response) (*UpdateActResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18588,6 +19286,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers PutActDataResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18657,6 +19369,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers PutActDataResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18688,6 +19414,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers PutActDataResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18719,6 +19459,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutActDataResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -18781,6 +19535,20 @@ func ParsePutActDataResponse(rsp *http.Response) (*PutActDataResponse, error) {
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers PutActDataResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19049,6 +19817,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers PutActDataPointResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19118,6 +19900,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers PutActDataPointResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19149,6 +19945,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers PutActDataPointResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19180,6 +19990,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers PutActDataPointResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19242,6 +20066,20 @@ func ParsePutActDataPointResponse(rsp *http.Response) (*PutActDataPointResponse,
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers PutActDataPointResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19479,6 +20317,13 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19510,6 +20355,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers DuplicateActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19579,6 +20438,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DuplicateActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19610,6 +20483,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DuplicateActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19641,6 +20528,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers DuplicateActResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19672,6 +20573,20 @@ func ParseDuplicateActResponse(rsp *http.Response) (*DuplicateActResponse, error
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers DuplicateActResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19916,6 +20831,13 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -19947,6 +20869,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateFetchRequestResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20016,6 +20952,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateFetchRequestResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20047,6 +20997,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreateFetchRequestResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20078,6 +21042,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateFetchRequestResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20140,6 +21118,20 @@ func ParseCreateFetchRequestResponse(rsp *http.Response) (*CreateFetchRequestRes
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateFetchRequestResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20387,6 +21379,20 @@ func ParseGetFetchRequestResponse(rsp *http.Response) (*GetFetchRequestResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetFetchRequestResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20456,6 +21462,20 @@ func ParseGetFetchRequestResponse(rsp *http.Response) (*GetFetchRequestResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetFetchRequestResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20487,6 +21507,20 @@ func ParseGetFetchRequestResponse(rsp *http.Response) (*GetFetchRequestResponse,
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetFetchRequestResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20724,6 +21758,13 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20755,6 +21796,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers FinalizeActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20824,6 +21879,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers FinalizeActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20855,6 +21924,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers FinalizeActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20886,6 +21969,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers FinalizeActResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -20917,6 +22014,20 @@ func ParseFinalizeActResponse(rsp *http.Response) (*FinalizeActResponse, error) 
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers FinalizeActResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21164,6 +22275,20 @@ func ParseListActHistoryResponse(rsp *http.Response) (*ListActHistoryResponse, e
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListActHistoryResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21233,6 +22358,20 @@ func ParseListActHistoryResponse(rsp *http.Response) (*ListActHistoryResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListActHistoryResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21264,6 +22403,20 @@ func ParseListActHistoryResponse(rsp *http.Response) (*ListActHistoryResponse, e
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListActHistoryResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21504,6 +22657,20 @@ func ParseListClientsResponse(rsp *http.Response) (*ListClientsResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListClientsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21573,6 +22740,20 @@ func ParseListClientsResponse(rsp *http.Response) (*ListClientsResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListClientsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21810,6 +22991,13 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21841,6 +23029,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21910,6 +23112,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -21941,6 +23157,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateClientResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22003,6 +23233,20 @@ func ParseCreateClientResponse(rsp *http.Response) (*CreateClientResponse, error
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateClientResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22246,6 +23490,20 @@ func ParseDeleteClientResponse(rsp *http.Response) (*DeleteClientResponse, error
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22315,6 +23573,20 @@ func ParseDeleteClientResponse(rsp *http.Response) (*DeleteClientResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22346,6 +23618,20 @@ func ParseDeleteClientResponse(rsp *http.Response) (*DeleteClientResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteClientResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22593,6 +23879,20 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22662,6 +23962,20 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22693,6 +24007,20 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetClientResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22947,6 +24275,20 @@ func ParseUpdateClientResponse(rsp *http.Response) (*UpdateClientResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateClientResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23016,6 +24358,20 @@ func ParseUpdateClientResponse(rsp *http.Response) (*UpdateClientResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateClientResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23047,6 +24403,20 @@ func ParseUpdateClientResponse(rsp *http.Response) (*UpdateClientResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateClientResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23325,6 +24695,20 @@ func ParseGetLatestClientActResponse(rsp *http.Response) (*GetLatestClientActRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetLatestClientActResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23394,6 +24778,20 @@ func ParseGetLatestClientActResponse(rsp *http.Response) (*GetLatestClientActRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetLatestClientActResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23425,6 +24823,20 @@ func ParseGetLatestClientActResponse(rsp *http.Response) (*GetLatestClientActRes
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetLatestClientActResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23665,6 +25077,20 @@ func ParseListDeletedActsResponse(rsp *http.Response) (*ListDeletedActsResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListDeletedActsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23734,6 +25160,20 @@ func ParseListDeletedActsResponse(rsp *http.Response) (*ListDeletedActsResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListDeletedActsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23974,6 +25414,20 @@ func ParseListDeletedClientsResponse(rsp *http.Response) (*ListDeletedClientsRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListDeletedClientsResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24043,6 +25497,20 @@ func ParseListDeletedClientsResponse(rsp *http.Response) (*ListDeletedClientsRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListDeletedClientsResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24314,6 +25782,20 @@ func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListEventTypesResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24787,6 +26269,20 @@ func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, err
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListTemplatesResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -24856,6 +26352,20 @@ func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListTemplatesResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25093,6 +26603,13 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25124,6 +26641,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateTemplateResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25193,6 +26724,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateTemplateResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25224,6 +26769,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateTemplateResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25286,6 +26845,20 @@ func ParseCreateTemplateResponse(rsp *http.Response) (*CreateTemplateResponse, e
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateTemplateResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25533,6 +27106,20 @@ func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetTemplateResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25602,6 +27189,20 @@ func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetTemplateResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25633,6 +27234,20 @@ func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetTemplateResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25925,6 +27540,20 @@ func ParseUpdateTemplateResponse(rsp *http.Response) (*UpdateTemplateResponse, e
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateTemplateResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -25994,6 +27623,20 @@ func ParseUpdateTemplateResponse(rsp *http.Response) (*UpdateTemplateResponse, e
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateTemplateResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26025,6 +27668,20 @@ func ParseUpdateTemplateResponse(rsp *http.Response) (*UpdateTemplateResponse, e
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateTemplateResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26296,6 +27953,20 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListUsersResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26365,6 +28036,20 @@ func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListUsersResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26602,6 +28287,13 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26633,6 +28325,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26702,6 +28408,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26733,6 +28453,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateUserResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -26795,6 +28529,20 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateUserResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27038,6 +28786,20 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27107,6 +28869,20 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27138,6 +28914,20 @@ func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteUserResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27385,6 +29175,20 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27454,6 +29258,20 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27485,6 +29303,20 @@ func ParseGetUserResponse(rsp *http.Response) (*GetUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetUserResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27739,6 +29571,20 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateUserResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27808,6 +29654,20 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateUserResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -27839,6 +29699,20 @@ func ParseUpdateUserResponse(rsp *http.Response) (*UpdateUserResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateUserResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28110,6 +29984,20 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListWebhooksResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28179,6 +30067,20 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListWebhooksResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28416,6 +30318,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28447,6 +30356,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28516,6 +30439,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28547,6 +30484,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28609,6 +30560,20 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateWebhookResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28852,6 +30817,20 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28921,6 +30900,20 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28952,6 +30945,20 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29199,6 +31206,20 @@ func ParseGetWebhookResponse(rsp *http.Response) (*GetWebhookResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29268,6 +31289,20 @@ func ParseGetWebhookResponse(rsp *http.Response) (*GetWebhookResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29299,6 +31334,20 @@ func ParseGetWebhookResponse(rsp *http.Response) (*GetWebhookResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29553,6 +31602,20 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers UpdateWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29622,6 +31685,20 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers UpdateWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29653,6 +31730,20 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers UpdateWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29931,6 +32022,20 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListWebhookDeliveriesResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30000,6 +32105,20 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListWebhookDeliveriesResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30031,6 +32150,20 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers ListWebhookDeliveriesResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30268,6 +32401,13 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30299,6 +32439,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers RedeliverWebhookDeliveryResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30368,6 +32522,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers RedeliverWebhookDeliveryResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30399,6 +32567,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RedeliverWebhookDeliveryResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30430,6 +32612,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers RedeliverWebhookDeliveryResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30461,6 +32657,20 @@ func ParseRedeliverWebhookDeliveryResponse(rsp *http.Response) (*RedeliverWebhoo
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers RedeliverWebhookDeliveryResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30698,6 +32908,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30729,6 +32946,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers RotateWebhookSecretResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30798,6 +33029,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers RotateWebhookSecretResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30829,6 +33074,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RotateWebhookSecretResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30860,6 +33119,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers RotateWebhookSecretResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30891,6 +33164,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers RotateWebhookSecretResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -31128,6 +33415,13 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 			}
 			headers.IdempotentReplayed = &value
 		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -31159,6 +33453,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers TestWebhookResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -31228,6 +33536,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers TestWebhookResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -31259,6 +33581,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers TestWebhookResponse404Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -31290,6 +33626,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers TestWebhookResponse409Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -31321,6 +33671,20 @@ func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) 
 		response.Headers409 = &headers
 	case rsp.StatusCode == 422:
 		var headers TestWebhookResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1,4 +1,6 @@
-// Package secretbox encrypts webhook signing secrets at rest.
+// Package secretbox encrypts secrets at rest: webhook signing secrets, and
+// (with a key of its own, NewFor) stored responses that may carry a secret
+// shown once.
 //
 // A signing secret must be usable for HMAC when a delivery is signed, so it
 // cannot be stored as a one-way hash the way client secrets are. It is
@@ -35,12 +37,21 @@ var ErrDecrypt = errors.New("secretbox: cannot decrypt webhook secret")
 // Box seals and opens secrets. It is safe for concurrent use.
 type Box struct{ aead cipher.AEAD }
 
-// New derives the encryption key from the global secret.
-func New(globalSecret string) (*Box, error) {
+// New derives the encryption key of webhook signing secrets from the global
+// secret.
+func New(globalSecret string) (*Box, error) { return NewFor(globalSecret, info) }
+
+// NewFor derives a key of its own for another purpose (purpose is HKDF's
+// info: "finsvc <what> v1"), so that a ciphertext of one purpose never
+// opens as another's, whatever its additional data.
+func NewFor(globalSecret, purpose string) (*Box, error) {
 	if len(globalSecret) < 16 {
 		return nil, errors.New("secretbox: global secret is missing or too short")
 	}
-	key, err := hkdf.Key(sha256.New, []byte(globalSecret), nil, info, 32)
+	if purpose == "" {
+		return nil, errors.New("secretbox: a purpose is required")
+	}
+	key, err := hkdf.Key(sha256.New, []byte(globalSecret), nil, purpose, 32)
 	if err != nil {
 		return nil, fmt.Errorf("secretbox: derive key: %w", err)
 	}
