@@ -166,11 +166,16 @@ func (c *Cluster) StartAll(ctx context.Context) error {
 
 // Start starts one more replica and waits until it is ready.
 func (c *Cluster) Start(ctx context.Context, extraEnv ...string) (*Replica, error) {
-	r, err := c.spawn(len(c.Replicas)+1, extraEnv...)
+	c.mu.Lock()
+	n := len(c.Replicas) + 1
+	c.mu.Unlock()
+	r, err := c.spawn(n, extraEnv...)
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
 	c.Replicas = append(c.Replicas, r)
+	c.mu.Unlock()
 	return r, r.waitReady(ctx)
 }
 
@@ -283,6 +288,11 @@ func (c *Cluster) Next() *Replica {
 // Do sends an API request with the tenant's Host and token to replica r
 // (nil: the next in turn) and returns the status and body.
 func (c *Cluster) Do(ctx context.Context, r *Replica, method, path, token string, body any) (int, []byte, http.Header, error) {
+	return c.DoHeader(ctx, r, method, path, token, body, nil)
+}
+
+// DoHeader is Do with extra request headers.
+func (c *Cluster) DoHeader(ctx context.Context, r *Replica, method, path, token string, body any, h http.Header) (int, []byte, http.Header, error) {
 	if r == nil {
 		r = c.Next()
 	}
@@ -304,6 +314,9 @@ func (c *Cluster) Do(ctx context.Context, r *Replica, method, path, token string
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

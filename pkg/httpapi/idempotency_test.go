@@ -2,15 +2,26 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/finsvc/finsvc/gen/models"
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/apitest"
+	"github.com/finsvc/finsvc/pkg/app"
+	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
 func withKey(k string) http.Header { return http.Header{"Idempotency-Key": {k}} }
@@ -276,4 +287,137 @@ func TestIdempotencyReplayIsAuthorized(t *testing.T) {
 			t.Fatalf("%d registrations; want 2", n)
 		}
 	})
+}
+
+// Nothing secret at rest: after keyed requests that answered with a
+// webhook secret, a rotated secret and a generated password, neither the
+// database (on SQLite its files, byte for byte; on PostgreSQL every row of
+// the keys' table and of the tables the requests wrote) holds the secret or
+// the password.
+func TestIdempotencySecretsNotAtRest(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		acme := env.Tenant("acme")
+		tok := acme.AdminToken()
+		var hook, rot models.WebhookWithSecret
+		acme.DoHeader("POST", "/api/1.0/webhooks", tok, map[string]any{"event": "act.created", "target": "https://hooks.example.com/s"}, withKey("w")).
+			Status(t, http.StatusCreated).Decode(t, &hook)
+		acme.DoHeader("POST", "/api/1.0/webhooks/"+strconv.FormatInt(hook.Id, 10)+"/rotate-secret", tok, nil, withKey("r")).
+			Status(t, http.StatusOK).Decode(t, &rot)
+		var u models.UserCreated
+		acme.DoHeader("POST", "/api/1.0/users", tok, map[string]any{"email": "otp@acme.example.com", "name": "O", "role": "member"}, withKey("u")).
+			Status(t, http.StatusCreated).Decode(t, &u)
+		secrets := map[string]string{"webhook secret": hook.Secret, "rotated secret": rot.Secret, "one-time password": *u.OneTimePassword}
+		for what, s := range secrets {
+			if len(s) < 16 {
+				t.Fatalf("%s %q: too short to search for", what, s)
+			}
+		}
+		var stored []byte
+		if env.DB.Dialect == db.SQLite {
+			if err := env.DB.Exec("PRAGMA wal_checkpoint(PASSIVE)").Error; err != nil {
+				t.Fatal(err)
+			}
+			var seq int
+			var name, file string
+			if err := env.DB.Raw("PRAGMA database_list").Row().Scan(&seq, &name, &file); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{file, file + "-wal"} {
+				b, err := os.ReadFile(f)
+				if err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+				stored = append(stored, b...)
+			}
+		} else {
+			for _, table := range []string{"idempotency_keys", "webhooks", "users", "events"} {
+				var rows []string
+				if err := env.DB.Raw("SELECT t::text FROM " + table + " t").Scan(&rows).Error; err != nil {
+					t.Fatal(err)
+				}
+				stored = append(stored, strings.Join(rows, "\n")...)
+			}
+		}
+		if !bytes.Contains(stored, []byte("otp@acme.example.com")) {
+			t.Fatal("the search does not see what was written")
+		}
+		for what, s := range secrets {
+			if bytes.Contains(stored, []byte(s)) {
+				t.Errorf("the %s is readable in the database", what)
+			}
+		}
+		// And the replays still show them to their owner.
+		r := acme.DoHeader("POST", "/api/1.0/users", tok, map[string]any{"email": "otp@acme.example.com", "name": "O", "role": "member"}, withKey("u")).
+			Status(t, http.StatusCreated)
+		if !bytes.Contains(r.Body, []byte(*u.OneTimePassword)) {
+			t.Fatal("the replay lost the password")
+		}
+	})
+}
+
+// A database outage in the middle of a keyed request: the request fails
+// with 503 and keeps nothing, and the retry with its key runs as soon as
+// the database is back (no "still running" 409 for a lease).
+func TestIdempotencyRetryAfterOutage(t *testing.T) {
+	d := testdb.Postgres(t)
+	var down atomic.Bool
+	var restore func()
+	env := apitest.New(t, apitest.WithDB(d), apitest.WithApp(
+		app.WithTenants(tenant.NewStore(d, tenant.WithCacheTTL(time.Hour))),
+		app.WithIdempotencyFault(func(context.Context) {
+			if down.CompareAndSwap(false, true) {
+				restore = testdb.TakeDown(t, d)
+			}
+		})))
+	acme := env.Tenant("acme")
+	tok := acme.Token(acme.User(auth.RoleMember), auth.ScopeClientsWrite)
+	e := acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("o")).Status(t, http.StatusServiceUnavailable).Err(t)
+	if e.Code == nil || *e.Code != models.ErrorCodeUnavailable {
+		t.Fatalf("during the outage: %+v", e)
+	}
+	restore()
+	start := time.Now()
+	var r *apitest.Response
+	for {
+		r = acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("o"))
+		if r.Code != http.StatusServiceUnavailable || time.Since(start) > 10*time.Second {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.Status(t, http.StatusCreated)
+	if r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatal("the failed request's result was kept")
+	}
+	if n := tenantRows(t, acme, "clients"); n != 1 {
+		t.Fatalf("%d clients; want 1", n)
+	}
+	t.Logf("the retry succeeded %v after the database came back", time.Since(start))
+}
+
+// The error codes the service sends are the spec's ErrorCode enumeration,
+// both ways.
+func TestErrorCodesAreTheSpecs(t *testing.T) {
+	spec, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inSpec []string
+	for _, v := range spec.Components.Schemas["ErrorCode"].Value.Enum {
+		inSpec = append(inSpec, v.(string))
+	}
+	var inGo []string
+	for _, c := range apperr.Codes {
+		inGo = append(inGo, string(c))
+	}
+	slices.Sort(inSpec)
+	slices.Sort(inGo)
+	if !slices.Equal(inSpec, inGo) {
+		t.Fatalf("ErrorCode in the spec %v; apperr.Codes %v", inSpec, inGo)
+	}
+	for k, c := range apperr.KindCode {
+		if !slices.Contains(inGo, string(c)) {
+			t.Errorf("kind %s's code %s is not listed", k, c)
+		}
+	}
 }
