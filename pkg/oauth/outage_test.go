@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,7 +31,8 @@ func TestDatabaseOutage(t *testing.T) {
 	for _, dialect := range testdb.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
 			d := testdb.Open(t, dialect)
-			s := newServer(t, serverOpt{logger: testLogger(), opts: []apitest.Option{apitest.WithDB(d),
+			var logs syncBuffer
+			s := newServer(t, serverOpt{logger: slog.New(slog.NewJSONHandler(&logs, nil)), opts: []apitest.Option{apitest.WithDB(d),
 				// The production resolver caches tenants: during an outage
 				// the host still resolves and the OAuth code answers.
 				apitest.WithApp(app.WithTenants(tenant.NewStore(d)))}})
@@ -80,6 +82,20 @@ func TestDatabaseOutage(t *testing.T) {
 			}
 			resp.Body.Close()
 			wantRetryAfter(t, "authorize page", resp.Header)
+			// The log says what happened, not what fosite called it.
+			lines := 0
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if !strings.Contains(l, "database unavailable") {
+					continue
+				}
+				lines++
+				if strings.Contains(l, "invalid_client") || strings.Contains(l, `"error":"temporarily_unavailable"`) {
+					t.Errorf("an outage logged as an OAuth error: %s", l)
+				}
+			}
+			if lines == 0 {
+				t.Error("the outage was not logged")
+			}
 
 			if restore == nil {
 				return

@@ -90,10 +90,6 @@ func (s *Service) unavailablePage(c echo.Context, err error) error {
 		"The service is temporarily unavailable. Try again in a few moments.")
 }
 
-func (s *Service) logUnavailable(r *http.Request, err error) {
-	s.log.ErrorContext(r.Context(), "oauth: database unavailable", "path", r.URL.Path, "error", err)
-}
-
 // page is the data of every page: the layout's (pkg/web) and its own.
 type page struct {
 	web.Layout

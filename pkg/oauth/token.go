@@ -385,3 +385,17 @@ func writeOAuthError(c echo.Context, status int, e oauthError) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(status, e)
 }
+
+// logUnavailable logs what happened: the database's error, not the OAuth
+// error fosite wrapped it in (which says invalid_client for any failed
+// client lookup).
+func (s *Service) logUnavailable(r *http.Request, err error) {
+	for {
+		var rfc *fosite.RFC6749Error
+		if !errors.As(err, &rfc) || rfc.Cause() == nil {
+			break
+		}
+		err = rfc.Cause()
+	}
+	s.log.ErrorContext(r.Context(), "oauth: database unavailable", "path", r.URL.Path, "error", err.Error())
+}
