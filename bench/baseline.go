@@ -37,23 +37,28 @@ import (
 //     For an act, the same store call the handler makes: what the
 //     middleware alone costs.
 //
-// The pool uses the server's URL, so the same default_query_exec_mode
-// (exec unless the URL asks for cache_statement: pkg/db) and the same
-// connection cap; only the client code differs.
+// The pools use the server's URL and the same connection cap; only the
+// client code differs. The floor keeps pgx's own defaults (its statement
+// cache on), whatever mode the server itself chose: the comparison is with
+// what a hand-written service gets without asking. /pgx-exec/… is the same
+// code in pgx's exec mode, the floor of a deployment behind a transaction
+// pooler (pkg/db's mode there), shown beside it and labelled so.
 
 // pgMaxConns is the server's PostgreSQL pool cap (pkg/db's pgMaxOpenConns).
 const pgMaxConns = 20
 
-// pgxBaseline opens the baselines' pgx pool on dbURL with pkg/db's default
-// query mode when the URL names none.
-func pgxBaseline(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
+// pgxBaseline opens a baseline pgx pool on dbURL: with pgx's default query
+// mode, or with mode (e.g. "exec") when it is set. A mode the URL names is
+// replaced.
+func pgxBaseline(ctx context.Context, dbURL, mode string) (*pgxpool.Pool, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		return nil, err
 	}
 	q := u.Query()
-	if q.Get("default_query_exec_mode") == "" {
-		q.Set("default_query_exec_mode", "exec") // what pkg/db sets
+	q.Del("default_query_exec_mode")
+	if mode != "" {
+		q.Set("default_query_exec_mode", mode)
 	}
 	u.RawQuery = q.Encode()
 	cfg, err := pgxpool.ParseConfig(u.String())
@@ -137,8 +142,9 @@ const (
 		WHERE data_points.tenant_id = $1 AND data_points.act_uuid = $2`
 )
 
-// routeBaselines registers the four baseline routes on bare.
-func routeBaselines(bare *echo.Echo, pool *pgxpool.Pool, hosts hostTenants, tn *tenant.Tenant, g *gorm.DB, as *acts.Store) {
+// routeBaselines registers the baseline routes on bare: /bare/… (GORM),
+// /pgx/… on pool and /pgx-exec/… on execPool.
+func routeBaselines(bare *echo.Echo, pool, execPool *pgxpool.Pool, hosts hostTenants, tn *tenant.Tenant, g *gorm.DB, as *acts.Store) {
 	bare.GET("/bare/clients/:id", func(c echo.Context) error {
 		id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 		if err != nil {
@@ -168,7 +174,13 @@ func routeBaselines(bare *echo.Echo, pool *pgxpool.Pool, hosts hostTenants, tn *
 		}
 		return c.JSON(http.StatusOK, d)
 	})
-	bare.GET("/pgx/clients/:id", func(c echo.Context) error {
+	routePgx(bare, "/pgx", pool, hosts)
+	routePgx(bare, "/pgx-exec", execPool, hosts)
+}
+
+// routePgx registers the pgx baselines under prefix, reading from pool.
+func routePgx(bare *echo.Echo, prefix string, pool *pgxpool.Pool, hosts hostTenants) {
+	bare.GET(prefix+"/clients/:id", func(c echo.Context) error {
 		tid, ok := hosts.of(c.Request())
 		if !ok {
 			return c.NoContent(http.StatusNotFound)
@@ -190,7 +202,7 @@ func routeBaselines(bare *echo.Echo, pool *pgxpool.Pool, hosts hostTenants, tn *
 		cl.CreditLimit = rawNumber(limit)
 		return c.JSON(http.StatusOK, &cl)
 	})
-	bare.GET("/pgx/acts/:uuid", func(c echo.Context) error {
+	bare.GET(prefix+"/acts/:uuid", func(c echo.Context) error {
 		tid, ok := hosts.of(c.Request())
 		if !ok {
 			return c.NoContent(http.StatusNotFound)
@@ -275,7 +287,7 @@ func (e *env) checkBaselines(clientID int64, actUUID string, points int) error {
 		req.Host = host
 		return http.DefaultClient.Do(req)
 	}
-	for _, p := range []string{"/pgx/clients/" + strconv.FormatInt(clientID, 10), "/bare/clients/" + strconv.FormatInt(clientID, 10)} {
+	for _, p := range []string{"/pgx/clients/" + strconv.FormatInt(clientID, 10), "/pgx-exec/clients/" + strconv.FormatInt(clientID, 10), "/bare/clients/" + strconv.FormatInt(clientID, 10)} {
 		resp, err := get(e.BareURL + p)
 		if err != nil {
 			return err

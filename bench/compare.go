@@ -309,6 +309,7 @@ func (e *env) groups(ctx context.Context, o options, ids []int64) ([]group, erro
 		gs = append(gs, group{Title: "GET /api/1.0/clients/{id}", Targets: []target{
 			{Name: "full chain", Base: e.FullURL, Paths: paths("/api/1.0/clients/%d", ids), Full: true},
 			{Name: "pgx baseline", Base: e.BareURL, Paths: paths("/pgx/clients/%d", ids)},
+			{Name: "pgx exec mode (pooled floor)", Base: e.BareURL, Paths: paths("/pgx-exec/clients/%d", ids)},
 			{Name: "GORM baseline", Base: e.BareURL, Paths: paths("/bare/clients/%d", ids)},
 		}})
 	}
@@ -316,6 +317,7 @@ func (e *env) groups(ctx context.Context, o options, ids []int64) ([]group, erro
 		gs = append(gs, group{Title: fmt.Sprintf("GET /api/1.0/acts/{uuid} (%d data points)", o.points), Targets: []target{
 			{Name: "full chain", Base: e.FullURL, Paths: []string{"/api/1.0/acts/" + actUUID}, Full: true},
 			{Name: "pgx baseline", Base: e.BareURL, Paths: []string{"/pgx/acts/" + actUUID}},
+			{Name: "pgx exec mode (pooled floor)", Base: e.BareURL, Paths: []string{"/pgx-exec/acts/" + actUUID}},
 			{Name: "GORM baseline", Base: e.BareURL, Paths: []string{"/bare/acts/" + actUUID}},
 		}})
 	}

@@ -175,12 +175,18 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 	if d.Dialect == db.SQLite {
 		return e, nil
 	}
-	pool, err := pgxBaseline(ctx, dbURL)
+	pool, err := pgxBaseline(ctx, dbURL, "")
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("pgx baseline pool: %w", err)
 	}
 	e.stop = append(e.stop, pool.Close)
+	execPool, err := pgxBaseline(ctx, dbURL, "exec")
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("pgx exec baseline pool: %w", err)
+	}
+	e.stop = append(e.stop, execPool.Close)
 	bare := echo.New()
 	var reported atomic.Bool
 	bare.HTTPErrorHandler = func(err error, c echo.Context) {
@@ -190,7 +196,7 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 		}
 		bare.DefaultHTTPErrorHandler(err, c)
 	}
-	routeBaselines(bare, pool, hostTenants{host: tn.ID}, tn, d.DB, acts.NewStore(d, nil))
+	routeBaselines(bare, pool, execPool, hostTenants{host: tn.ID}, tn, d.DB, acts.NewStore(d, nil))
 	url, stop, err = serve(cfg, bare)
 	if err != nil {
 		e.Close()

@@ -341,7 +341,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 // transaction pooler such as PgBouncer, session state does not survive a
 // transaction. A direct URL that does not answer refuses the start.
 func OpenDB(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log)
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log, db.BehindPooler(cfg.BehindPooler()))
 	if err != nil {
 		return nil, err
 	}

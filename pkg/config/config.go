@@ -31,7 +31,12 @@ type Config struct {
 	// for what needs a session: LISTEN/NOTIFY and the migration lock.
 	// Empty: DatabaseURL.
 	DatabaseDirectURL string
-	BaseDomain        string // tenants are <slug>.<BaseDomain>
+	// DatabasePooler says what stands between DatabaseURL and PostgreSQL:
+	// "transaction" (PgBouncer in transaction mode: no prepared statements
+	// kept), "none" (pgx's statement cache), or "auto": transaction when
+	// DatabaseDirectURL is set (that is what setting it means), else none.
+	DatabasePooler string
+	BaseDomain     string // tenants are <slug>.<BaseDomain>
 	TrustProxy        bool   // honour X-Forwarded-Host / -Proto / -For
 
 	// Secret is the global secret from which per-tenant token HMAC keys are
@@ -80,6 +85,18 @@ type Config struct {
 	BodyLimit     int64         // max request body, bytes
 }
 
+// BehindPooler reports whether DatabaseURL goes through a transaction
+// pooler (DatabasePooler).
+func (c *Config) BehindPooler() bool {
+	switch c.DatabasePooler {
+	case "transaction":
+		return true
+	case "none":
+		return false
+	}
+	return c.DatabaseDirectURL != "" && c.DatabaseDirectURL != c.DatabaseURL
+}
+
 // SessionDatabaseURL is the URL for what needs a database session of its
 // own (LISTEN/NOTIFY, advisory locks): DatabaseDirectURL when set, else
 // DatabaseURL.
@@ -100,6 +117,7 @@ func Default() *Config {
 	return &Config{
 		Addr:            ":8080",
 		DataDir:         "./data",
+		DatabasePooler:  "auto",
 		BaseDomain:      "localhost",
 		AccessTokenTTL:  time.Hour,
 		RefreshTokenTTL: 720 * time.Hour,

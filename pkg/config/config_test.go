@@ -60,6 +60,7 @@ func TestLoadEnv(t *testing.T) {
 		"FINSVC_RATE_LIMIT_ADDRESS_BURST":     "9",
 		"FINSVC_EVENT_RETENTION":              "48h",
 		"FINSVC_DATABASE_DIRECT_URL":          "postgres://u:pw@db:5432/finsvc",
+		"FINSVC_DATABASE_POOLER":              "transaction",
 		"FINSVC_WEBHOOK_CONCURRENCY":          "12",
 		"FINSVC_WEBHOOK_ENDPOINT_CONCURRENCY": "3",
 	}))
@@ -68,7 +69,7 @@ func TestLoadEnv(t *testing.T) {
 	}
 	want := Config{
 		Addr: "127.0.0.1:9000", DataDir: "/var/lib/finsvc", DatabaseURL: "postgres://u:pw@db/finsvc", DatabaseDirectURL: "postgres://u:pw@db:5432/finsvc",
-		BaseDomain: "finsvc.example", TrustProxy: true, Secret: strings.Repeat("s", 40),
+		DatabasePooler: "transaction", BaseDomain: "finsvc.example", TrustProxy: true, Secret: strings.Repeat("s", 40),
 		AccessTokenTTL: 30 * time.Minute, RefreshTokenTTL: 48 * time.Hour, AuthCodeTTL: time.Minute,
 		FetchWindow: 5 * time.Minute, EventRetention: 48 * time.Hour, WebhookAllowPrivate: true, WebhookTimeout: 3 * time.Second,
 		WebhookConcurrency: 12, WebhookEndpointConcurrency: 3,
@@ -321,6 +322,25 @@ func TestREADMEListsEverySetting(t *testing.T) {
 	for _, s := range List() {
 		if !strings.Contains(string(b), "`"+s.Env+"`") {
 			t.Errorf("README.md does not document %s", s.Env)
+		}
+	}
+}
+
+// The pooler decides the query mode: declared, or implied by a direct URL.
+func TestBehindPooler(t *testing.T) {
+	for _, c := range []struct {
+		pooler, url, direct string
+		want                bool
+	}{
+		{"auto", "postgres://pgbouncer/db", "", false},
+		{"auto", "postgres://pgbouncer/db", "postgres://pg/db", true},
+		{"auto", "postgres://pg/db", "postgres://pg/db", false},
+		{"none", "postgres://pgbouncer/db", "postgres://pg/db", false},
+		{"transaction", "postgres://pgbouncer/db", "", true},
+	} {
+		cfg := &Config{DatabasePooler: c.pooler, DatabaseURL: c.url, DatabaseDirectURL: c.direct}
+		if got := cfg.BehindPooler(); got != c.want {
+			t.Errorf("%+v: BehindPooler = %v; want %v", c, got, c.want)
 		}
 	}
 }

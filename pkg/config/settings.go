@@ -26,6 +26,7 @@ func (c *Config) settings() []setting {
 		{"data", "FINSVC_DATA_DIR", "data directory: SQLite database, generated secret, demo.json", (*stringValue)(&c.DataDir)},
 		{"database-url", "FINSVC_DATABASE_URL", "postgres://… URL; empty uses SQLite <data>/finsvc.db", (*stringValue)(&c.DatabaseURL)},
 		{"database-direct-url", "FINSVC_DATABASE_DIRECT_URL", "postgres://… URL that bypasses a transaction pooler (PgBouncer), for LISTEN/NOTIFY and the migration lock; empty uses database-url", (*stringValue)(&c.DatabaseDirectURL)},
+		{"database-pooler", "FINSVC_DATABASE_POOLER", "what is in front of database-url: transaction (PgBouncer in transaction mode: no prepared statements kept), none (pgx's statement cache), auto (transaction when database-direct-url is set)", &enumValue{p: &c.DatabasePooler, allowed: []string{"auto", "none", "transaction"}}},
 		{"base-domain", "FINSVC_BASE_DOMAIN", "tenants are served at <slug>.<base-domain>", (*stringValue)(&c.BaseDomain)},
 		{"trust-proxy", "FINSVC_TRUST_PROXY", "honour X-Forwarded-Host/-Proto/-For from a reverse proxy", (*boolValue)(&c.TrustProxy)},
 		{"", "FINSVC_SECRET", "global secret for token HMAC keys (>= 32 chars); generated into <data>/secret on SQLite, required on PostgreSQL", (*stringValue)(&c.Secret)},

@@ -42,13 +42,20 @@ const SQLiteFile = "finsvc.db"
 // time; in BenchmarkFairThroughput that was one connection per six
 // deliveries and halved the throughput (BENCHMARKS.md, "Webhook delivery").
 // Idle connections still close after pgConnMaxIdleTime.
+//
+// A SQLite writer waits at most sqliteBusyTimeout for the write lock, then
+// fails with SQLITE_BUSY, which the API answers 503 with Retry-After: a wait
+// an interactive client still sees through (most time out after 10-30 s),
+// and longer than the longest lock the service itself takes (the
+// statistics refresh, about 4 s on a file with a million clients), so that
+// a request waits that out instead of failing.
 const (
 	pgMaxOpenConns     = 20
 	pgMaxIdleConns     = 20
 	pgConnMaxLifetime  = 30 * time.Minute
 	pgConnMaxIdleTime  = 5 * time.Minute
 	sqliteMaxOpenConns = 8
-	sqliteBusyTimeout  = 15 * time.Second
+	sqliteBusyTimeout  = 5 * time.Second
 	openPingTimeout    = 10 * time.Second
 	slowQueryThreshold = 500 * time.Millisecond
 )
@@ -66,34 +73,41 @@ type DB struct {
 
 // Prepared reports whether the connections may keep named server-side
 // prepared statements across transactions (GORM's PrepareStmt, pgx's
-// statement cache). Not by default on PostgreSQL: behind a transaction
-// pooler (PgBouncer in transaction mode) a statement prepared on one server
-// connection is not there on the next. A URL that asks for
-// default_query_exec_mode=cache_statement (or cache_describe), as a direct
-// connection may, turns them on. SQLite's statements live in this process:
-// always allowed.
+// statement cache). On PostgreSQL they may unless a transaction pooler is
+// declared (BehindPooler): behind PgBouncer in transaction mode a
+// statement prepared on one server connection is not there on the next.
+// A URL that names a query mode itself decides for itself. SQLite's
+// statements live in this process: always allowed.
 func (d *DB) Prepared() bool { return d != nil && d.prepared }
 
 // queryExecModeParam is pgx's connection-string parameter for how queries
 // are sent.
 const queryExecModeParam = "default_query_exec_mode"
 
-// withQueryExecMode returns dsn with pgx's query mode set to exec (one round
-// trip, an unnamed statement, nothing left on the server connection) unless
-// the DSN chose a mode itself, and whether the chosen mode keeps named
-// prepared statements.
-func withQueryExecMode(dsn string) (string, bool) {
+// An OpenOption adjusts Open.
+type OpenOption func(*openOptions)
+
+type openOptions struct{ pooled bool }
+
+// BehindPooler declares that the URL reaches PostgreSQL through a
+// transaction pooler (PgBouncer in transaction mode): queries are sent in
+// pgx's exec mode (one round trip, an unnamed statement, nothing left on
+// the server connection) unless the URL names a mode itself. Without it
+// pgx keeps its default, the statement cache, which saves a parse and a
+// plan on every repeated query.
+func BehindPooler(pooled bool) OpenOption { return func(o *openOptions) { o.pooled = pooled } }
+
+// withQueryExecMode returns dsn with pgx's query mode set to exec when it is
+// pooled and the DSN chose no mode itself, and whether the resulting mode
+// keeps named prepared statements (pgx's default, cache_statement, does).
+func withQueryExecMode(dsn string, pooled bool) (string, bool) {
 	mode := ""
 	isURL := strings.Contains(dsn, "://")
+	var u *url.URL
 	if isURL {
-		if u, err := url.Parse(dsn); err == nil {
+		if parsed, err := url.Parse(dsn); err == nil {
+			u = parsed
 			mode = u.Query().Get(queryExecModeParam)
-			if mode == "" {
-				q := u.Query()
-				q.Set(queryExecModeParam, "exec")
-				u.RawQuery = q.Encode()
-				return u.String(), false
-			}
 		}
 	} else {
 		for _, f := range strings.Fields(dsn) {
@@ -101,11 +115,21 @@ func withQueryExecMode(dsn string) (string, bool) {
 				mode = v
 			}
 		}
-		if mode == "" {
-			return dsn + " " + queryExecModeParam + "=exec", false
-		}
 	}
-	return dsn, mode == "cache_statement" || mode == "cache_describe"
+	switch {
+	case mode != "":
+		return dsn, mode == "cache_statement" || mode == "cache_describe"
+	case !pooled:
+		return dsn, true
+	case u != nil:
+		q := u.Query()
+		q.Set(queryExecModeParam, "exec")
+		u.RawQuery = q.Encode()
+		return u.String(), false
+	case isURL: // not parseable: pgx will say why
+		return dsn, false
+	}
+	return dsn + " " + queryExecModeParam + "=exec", false
 }
 
 func (d *DB) logger() *slog.Logger {
@@ -122,7 +146,11 @@ func (d *DB) logger() *slog.Logger {
 //	sqlite:///abs/path.db, sqlite:rel/path.db, file:path.db
 //
 // The returned handle has been pinged.
-func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger) (*DB, error) {
+func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger, opts ...OpenOption) (*DB, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -143,7 +171,7 @@ func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger)
 	var d *DB
 	switch dialect {
 	case Postgres:
-		d, err = openPostgres(target, cfg)
+		d, err = openPostgres(target, o.pooled, cfg)
 	case SQLite:
 		d, err = openSQLite(target, cfg)
 	}
@@ -161,8 +189,8 @@ func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger)
 	return d, nil
 }
 
-func openPostgres(dsn string, cfg *gorm.Config) (*DB, error) {
-	dsn, prepared := withQueryExecMode(dsn)
+func openPostgres(dsn string, pooled bool, cfg *gorm.Config) (*DB, error) {
+	dsn, prepared := withQueryExecMode(dsn, pooled)
 	g, err := gorm.Open(postgres.Open(dsn), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("db: open postgres: %w", err)

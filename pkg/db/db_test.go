@@ -42,8 +42,8 @@ func TestSQLitePragmas(t *testing.T) {
 		if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
 			t.Fatal(err)
 		}
-		if mode != "wal" || fk != 1 || busy < 10000 {
-			t.Errorf("conn %d: journal_mode=%s foreign_keys=%d busy_timeout=%d; want wal, 1, >= 10000", i, mode, fk, busy)
+		if mode != "wal" || fk != 1 || busy != 5000 {
+			t.Errorf("conn %d: journal_mode=%s foreign_keys=%d busy_timeout=%d; want wal, 1, 5000", i, mode, fk, busy)
 		}
 	}
 	for _, c := range conns {

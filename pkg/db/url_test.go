@@ -41,7 +41,7 @@ func TestParseURL(t *testing.T) {
 
 func TestSQLiteDSN(t *testing.T) {
 	dsn := SQLiteDSN("/tmp/x.db")
-	for _, want := range []string{"_txlock=immediate", "busy_timeout%2815000%29", "journal_mode%28WAL%29", "foreign_keys%281%29"} {
+	for _, want := range []string{"_txlock=immediate", "busy_timeout%285000%29", "journal_mode%28WAL%29", "foreign_keys%281%29"} {
 		if !strings.Contains(dsn, want) {
 			t.Errorf("SQLiteDSN = %q, missing %q", dsn, want)
 		}
@@ -53,22 +53,27 @@ func TestSQLiteDSN(t *testing.T) {
 }
 
 // Pooled connections send queries without named prepared statements unless
-// the URL asks for a caching mode (a direct connection may).
+// the URL asks for a caching mode; direct ones keep pgx's statement cache.
 func TestWithQueryExecMode(t *testing.T) {
 	cases := []struct {
-		in, want string
-		prepared bool
+		in     string
+		pooled bool
+		want   string
+		cached bool
 	}{
-		{"postgres://u@h/db?sslmode=disable", "postgres://u@h/db?default_query_exec_mode=exec&sslmode=disable", false},
-		{"postgres://u@h/db?default_query_exec_mode=cache_statement", "postgres://u@h/db?default_query_exec_mode=cache_statement", true},
-		{"postgres://u@h/db?default_query_exec_mode=describe_exec", "postgres://u@h/db?default_query_exec_mode=describe_exec", false},
-		{"host=h dbname=db", "host=h dbname=db default_query_exec_mode=exec", false},
-		{"host=h default_query_exec_mode=cache_describe", "host=h default_query_exec_mode=cache_describe", true},
+		{"postgres://u@h/db?sslmode=disable", true, "postgres://u@h/db?default_query_exec_mode=exec&sslmode=disable", false},
+		{"postgres://u@h/db?sslmode=disable", false, "postgres://u@h/db?sslmode=disable", true},
+		{"postgres://u@h/db?default_query_exec_mode=cache_statement", true, "postgres://u@h/db?default_query_exec_mode=cache_statement", true},
+		{"postgres://u@h/db?default_query_exec_mode=exec", false, "postgres://u@h/db?default_query_exec_mode=exec", false},
+		{"postgres://u@h/db?default_query_exec_mode=describe_exec", true, "postgres://u@h/db?default_query_exec_mode=describe_exec", false},
+		{"host=h dbname=db", true, "host=h dbname=db default_query_exec_mode=exec", false},
+		{"host=h dbname=db", false, "host=h dbname=db", true},
+		{"host=h default_query_exec_mode=cache_describe", true, "host=h default_query_exec_mode=cache_describe", true},
 	}
 	for _, c := range cases {
-		got, prepared := withQueryExecMode(c.in)
-		if got != c.want || prepared != c.prepared {
-			t.Errorf("withQueryExecMode(%q) = %q, %v; want %q, %v", c.in, got, prepared, c.want, c.prepared)
+		got, cached := withQueryExecMode(c.in, c.pooled)
+		if got != c.want || cached != c.cached {
+			t.Errorf("withQueryExecMode(%q, pooled %v) = %q, %v; want %q, %v", c.in, c.pooled, got, cached, c.want, c.cached)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func Postgres(t testing.TB) *db.DB {
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
-	d, err := db.Open(ctx, u, "", Logger())
+	d, err := db.Open(ctx, u, "", Logger(), db.BehindPooler(Pooled()))
 	if err != nil {
 		t.Fatalf("testdb: open %s: %v", name, err)
 	}

@@ -53,6 +53,14 @@ func DirectURL() string {
 	return os.Getenv(EnvDatabaseURL)
 }
 
+// Pooled reports whether EnvDatabaseURL goes through a transaction pooler
+// (a direct URL is set beside it): the databases opened on it then send no
+// prepared statements, as the service does behind one.
+func Pooled() bool {
+	u := os.Getenv(EnvDatabaseDirectURL)
+	return u != "" && u != os.Getenv(EnvDatabaseURL)
+}
+
 // Dialects lists the dialects Each runs on. PostgreSQL subtests skip when
 // FINSVC_TEST_DATABASE_URL is unset.
 func Dialects() []string { return []string{db.SQLite, db.Postgres} }
