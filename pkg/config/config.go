@@ -37,7 +37,7 @@ type Config struct {
 	// DatabaseDirectURL is set (that is what setting it means), else none.
 	DatabasePooler string
 	BaseDomain     string // tenants are <slug>.<BaseDomain>
-	TrustProxy        bool   // honour X-Forwarded-Host / -Proto / -For
+	TrustProxy     bool   // honour X-Forwarded-Host / -Proto / -For
 
 	// Secret is the global secret from which per-tenant token HMAC keys are
 	// derived. Env only (a flag would show in ps). See ResolveSecret.
