@@ -304,17 +304,24 @@ func (s *Store) insert(ctx context.Context, tx *gorm.DB, r Request, res Result) 
 		return fmt.Errorf("idempotency: seal body: %w", err)
 	}
 	now := s.now.Now()
-	if err := tx.WithContext(ctx).Where(where+" AND expires_at <= ?", append(r.args(), now)...).Delete(&row{}).Error; err != nil {
-		return fmt.Errorf("idempotency: drop expired key: %w", err)
-	}
 	k := row{
 		TenantID: r.TenantID, ClientID: r.ClientID, UserID: r.UserID, KeyHash: keyHash(r.Key),
 		Method: r.Method, Path: r.Path, RequestHash: r.Digest, RequestID: r.RequestID,
 		StatusCode: res.Status, ContentType: res.ContentType, Location: res.Location, Body: sealed,
 		CreatedAt: now, ExpiresAt: now.Add(TTL),
 	}
-	if err := tx.WithContext(ctx).Create(&k).Error; err != nil {
-		return fmt.Errorf("idempotency: store result: %w", err)
+	// An expired row of the key is replaced in the same statement.
+	res2 := tx.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "tenant_id"}, {Name: "client_id"}, {Name: "user_id"}, {Name: "key_hash"}},
+		DoUpdates: clause.AssignmentColumns([]string{"method", "path", "request_hash", "request_id", "status_code",
+			"content_type", "location", "body", "created_at", "expires_at"}),
+		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "idempotency_keys.expires_at <= ?", Vars: []any{now}}}},
+	}).Create(&k)
+	if res2.Error != nil {
+		return fmt.Errorf("idempotency: store result: %w", res2.Error)
+	}
+	if res2.RowsAffected != 1 {
+		return errors.New("idempotency: store result: the key holds a live result")
 	}
 	return nil
 }
