@@ -31,7 +31,8 @@ const MinSunsetDays = 180
 // Result is the verdict on one pair of specs.
 type Result struct {
 	Released, Current string // info.version of each
-	// Breaking are oasdiff's ERR-level changes, one line each.
+	// Breaking are oasdiff's ERR-level changes and the lower-rated ones the
+	// README calls breaking (breakingBelowErr), one line each.
 	Breaking []string
 	// Notes are the WARN-level changes: reported, never fatal.
 	Notes []string
@@ -76,15 +77,31 @@ func Check(released, current []byte) (Result, error) {
 	}
 	cfg := checker.NewConfig(checker.GetAllChecks(), checker.WithDeprecation(MinSunsetDays, MinSunsetDays))
 	l := checker.NewDefaultLocalizer()
-	for _, c := range checker.CheckBackwardCompatibilityUntilLevel(cfg, d, sources, checker.WARN) {
+	for _, c := range checker.CheckBackwardCompatibilityUntilLevel(cfg, d, sources, checker.INFO) {
+		if c.GetLevel() < checker.WARN && !breakingBelowErr[c.GetId()] {
+			continue // additions and other news
+		}
 		line := c.SingleLineError(l, checker.ColorNever)
-		if c.GetLevel() >= checker.ERR {
+		if c.GetLevel() >= checker.ERR || breakingBelowErr[c.GetId()] {
 			r.Breaking = append(r.Breaking, line)
 		} else {
 			r.Notes = append(r.Notes, line)
 		}
 	}
 	return r, nil
+}
+
+// breakingBelowErr are the changes README.md ("Versions and deprecation")
+// calls breaking that oasdiff rates below ERR: a client generated from the
+// released spec reads a removed field, a removed header or a removed status
+// as it was declared, and sends a removed parameter.
+var breakingBelowErr = map[string]bool{
+	"response-optional-property-removed":            true, // a removed response field, optional or not
+	"response-optional-write-only-property-removed": true,
+	"optional-response-header-removed":              true,
+	"response-non-success-status-removed":           true, // a changed status code
+	"request-parameter-removed":                     true,
+	"response-media-type-removed":                   true,
 }
 
 func version(t *openapi3.T) string {

@@ -99,6 +99,40 @@ func TestGate(t *testing.T) {
 			p := schema(s, "ClientCreate").Properties["country"].Value
 			p.Enum = []any{"NO", "SE"}
 		}, want: "request-property-became-enum"},
+		{name: "removed optional response property", edit: func(s *openapi3.T) {
+			delete(schema(s, "Actor").Properties, "user_id")
+		}, want: "response-optional-property-removed"},
+		{name: "removed request enum value", edit: func(s *openapi3.T) {
+			r := schema(s, "Role")
+			r.Enum = r.Enum[:len(r.Enum)-1]
+		}, want: "request-property-enum-value-removed"},
+		{name: "narrowed request type", edit: func(s *openapi3.T) {
+			schema(s, "ClientCreate").Properties["credit_limit"].Value.Type = &openapi3.Types{"integer"}
+		}, want: "request-property-type-changed"},
+		{name: "changed response type", edit: func(s *openapi3.T) {
+			schema(s, "Client").Properties["country"].Value.Type = &openapi3.Types{"integer"}
+		}, want: "response-property-type-changed"},
+		{name: "removed parameter", edit: func(s *openapi3.T) {
+			op := s.Paths.Value("/api/1.0/clients").Get
+			var keep openapi3.Parameters
+			for _, p := range op.Parameters {
+				if p.Value.Name != "limit" {
+					keep = append(keep, p)
+				}
+			}
+			op.Parameters = keep
+		}, want: "request-parameter-removed"},
+		{name: "changed success status", edit: func(s *openapi3.T) {
+			op := s.Paths.Value("/api/1.0/clients").Post
+			op.Responses.Set("200", op.Responses.Value("201"))
+			op.Responses.Delete("201")
+		}, want: "response-success-status-removed"},
+		{name: "removed error status", edit: func(s *openapi3.T) {
+			s.Paths.Value("/api/1.0/clients/{id}").Get.Responses.Delete("404")
+		}, want: "response-non-success-status-removed"},
+		{name: "removed response header", edit: func(s *openapi3.T) {
+			delete(s.Paths.Value("/api/1.0/clients").Post.Responses.Value("201").Value.Headers, "Idempotent-Replayed")
+		}, want: "optional-response-header-removed"},
 		{name: "deprecated without a sunset date", edit: func(s *openapi3.T) {
 			s.Paths.Value("/api/1.0/clients/{id}").Get.Deprecated = true
 		}, want: "api-deprecated-sunset-missing"},
