@@ -7,6 +7,7 @@
 package compat
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -69,6 +70,11 @@ func Check(released, current []byte) (Result, error) {
 	if slices.Compare(cv[:], rv[:]) < 0 {
 		return r, fmt.Errorf("info.version %s is lower than the released %s", r.Current, r.Released)
 	}
+	// A version names one contract: a document that differs from the
+	// release must not be served under the release's version.
+	if r.Current == r.Released && !bytes.Equal(released, current) {
+		return r, fmt.Errorf("info.version %s is the released version, but the contract differs from that release: serve the next version with -dev (for example %d.%d.0-dev) until it is released", r.Current, rv[0], rv[1]+1)
+	}
 	r.MajorBumped = cv[0] > rv[0]
 
 	d, sources, err := diff.GetWithOperationsSourcesMap(diff.NewConfig(), base, rev)
@@ -111,14 +117,15 @@ func version(t *openapi3.T) string {
 	return t.Info.Version
 }
 
-var semverRe = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+var semverRe = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-dev)?$`)
 
-// parseSemver accepts MAJOR.MINOR.PATCH only: the contract has no
-// pre-releases, so anything else is a typo that would disarm the gate.
+// parseSemver accepts MAJOR.MINOR.PATCH, or MAJOR.MINOR.PATCH-dev for the
+// contract between releases (the next version, unreleased); anything else
+// is a typo that would disarm the gate.
 func parseSemver(v string) ([3]int, error) {
 	m := semverRe.FindStringSubmatch(v)
 	if m == nil {
-		return [3]int{}, fmt.Errorf("info.version %q is not MAJOR.MINOR.PATCH", v)
+		return [3]int{}, fmt.Errorf("info.version %q is not MAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH-dev", v)
 	}
 	var out [3]int
 	for i := range out {

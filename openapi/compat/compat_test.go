@@ -191,14 +191,36 @@ func TestVersionErrors(t *testing.T) {
 	t.Parallel()
 	base := released(t)
 	for v, want := range map[string]string{
-		"1.0":    "not MAJOR.MINOR.PATCH",
-		"v1.1.0": "not MAJOR.MINOR.PATCH",
-		"0.9.0":  "lower than the released",
+		"1.0":        "not MAJOR.MINOR.PATCH",
+		"v1.1.0":     "not MAJOR.MINOR.PATCH",
+		"1.1.0-rc.1": "not MAJOR.MINOR.PATCH",
+		"0.9.0":      "lower than the released",
 	} {
 		_, err := compat.Check(base, edited(t, func(s *openapi3.T) { s.Info.Version = v }))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("version %s: err = %v, want %q", v, err, want)
 		}
+	}
+}
+
+// The released version names the released document only: the same version
+// on a changed document is refused, the release's own bytes pass.
+func TestVersionNamesOneContract(t *testing.T) {
+	t.Parallel()
+	base := released(t)
+	spec, err := openapi3.NewLoader().LoadFromData(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := spec.Info.Version
+	changed := edited(t, func(s *openapi3.T) {
+		s.Info.Version = version
+	})
+	if _, err := compat.Check(base, changed); err == nil || !strings.Contains(err.Error(), "differs from that release") {
+		t.Fatalf("a changed contract served as %s: err = %v", version, err)
+	}
+	if _, err := compat.Check(base, base); err != nil {
+		t.Fatalf("the release against itself: %v", err)
 	}
 }
 
