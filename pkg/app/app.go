@@ -36,6 +36,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/authcache"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -239,7 +240,14 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		}
 		a.closers = append(a.closers, limiter.Close)
 	}
-	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter)); err != nil {
+	// The operation policy, declared in the spec, read once: the API's
+	// authorizer, the console, the developer pages and the webhook registry
+	// all ask it. An operation without a declaration refuses the start.
+	policy, err := openapi.LoadPolicy()
+	if err != nil {
+		return nil, err
+	}
+	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter), oauth.WithPolicy(policy)); err != nil {
 		return nil, err
 	}
 	a.janitor = oauth.NewJanitor(a.db, a.log)
@@ -254,7 +262,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if tp != nil {
 		dopts = append(dopts, delivery.WithTracerProvider(tp))
 	}
-	wh, err := webhooks.New(a.db, cfg, a.log, append(dopts, o.deliveryOpts...)...)
+	wh, err := webhooks.New(a.db, cfg, a.log, policy, append(dopts, o.deliveryOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +299,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// The console calls the same stores as the API, with the sign-in
 	// pages' sessions.
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Logger: a.log})
+		Users: services.Users, Logger: a.log, Policy: policy})
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +310,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Tenants:  tenants,
 		Auth:     authn,
 		Services: services,
+		Policy:   policy,
 		// Only an authenticated caller spends its tenant's budget; the
 		// bearer check and the token endpoints charge it.
 		Budget:      limiter,
