@@ -145,6 +145,8 @@ type App struct {
 	oauth   *oauth.Service
 	metrics *metrics.Metrics
 	handler http.Handler
+	// services are the domain stores, built once (Services).
+	services httpapi.Services
 
 	worker    *delivery.Worker // started by Start; nil WithoutDeliveries
 	janitor   *oauth.Janitor
@@ -289,13 +291,16 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if tenants == nil {
 		tenants = tenant.NewStore(a.db)
 	}
+	clientStore, templateStore := clients.NewStore(a.db), templates.NewStore(a.db)
 	services := httpapi.Services{
-		Clients:   clients.NewStore(a.db),
-		Templates: templates.NewStore(a.db),
+		Clients:   clientStore,
+		Templates: templateStore,
 		Users:     userStore,
-		Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
-		Webhooks:  wh.Registry,
+		Acts: &acts.Store{DB: a.db, Outbox: wh.Outbox, Clients: clientStore, Templates: templateStore,
+			Window: cfg.FetchWindow, Clock: o.now},
+		Webhooks: wh.Registry,
 	}
+	a.services = services
 	// The console calls the same stores as the API, with the sign-in
 	// pages' sessions.
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
@@ -388,6 +393,10 @@ func (a *App) DB() *db.DB { return a.db }
 
 // OAuth is the authorization server (tests, maintenance).
 func (a *App) OAuth() *oauth.Service { return a.oauth }
+
+// Services are the domain stores the App built, for commands that write
+// through them beside the API (the demo seeder); nothing builds others.
+func (a *App) Services() httpapi.Services { return a.services }
 
 // Metrics is the Prometheus registry behind /metrics.
 func (a *App) Metrics() *metrics.Metrics { return a.metrics }
