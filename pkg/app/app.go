@@ -260,7 +260,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// The webhook context: events written by acts, fetch requests and
 	// redeliveries wake this replica's worker at once (if Start runs it;
 	// otherwise they wait, pending).
-	dopts := []delivery.Option{delivery.WithObserver(countDelivery)}
+	dopts := []delivery.Option{delivery.WithObserver(metrics.DeliveryOutcome)}
 	if tp != nil {
 		dopts = append(dopts, delivery.WithTracerProvider(tp))
 	}
@@ -372,16 +372,6 @@ func isProbe(c echo.Context) bool {
 		return true
 	}
 	return false
-}
-
-// countDelivery counts every attempted delivery by outcome
-// (finsvc_webhook_deliveries_total). Released and lost leases are not
-// outcomes of an attempt and are not counted.
-func countDelivery(r delivery.Result) {
-	switch r.Outcome {
-	case delivery.Succeeded, delivery.Retrying, delivery.Failed, delivery.Disabled, delivery.Cancelled:
-		metrics.DeliveryOutcome(string(r.Outcome))
-	}
 }
 
 // Handler is the HTTP handler of the whole service (API, OAuth, operational
