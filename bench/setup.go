@@ -24,12 +24,14 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/cluster"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/jsonlog"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/server"
+	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
 )
@@ -196,7 +198,7 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 		}
 		bare.DefaultHTTPErrorHandler(err, c)
 	}
-	routeBaselines(bare, pool, execPool, hostTenants{host: tn.ID}, tn, d.DB, acts.NewStore(d, nil))
+	routeBaselines(bare, pool, execPool, hostTenants{host: tn.ID}, tn, d.DB, acts.NewStore(d, nil, clients.NewStore(d), templates.NewStore(d)))
 	url, stop, err = serve(cfg, bare)
 	if err != nil {
 		e.Close()

@@ -79,7 +79,8 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 		return err
 	}
 	defer a.Close()
-	info, err := demo.Seed(ctx, a.DB(), cfg)
+	svc := a.Services()
+	info, err := demo.Seed(ctx, a.DB(), cfg, demo.Stores{Users: svc.Users, Clients: svc.Clients, Templates: svc.Templates, Acts: svc.Acts})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
@@ -44,11 +45,11 @@ func newBulkFixture(tb testing.TB, d *db.DB, n int) *bulkFixture {
 	c := actstest.Client(tb, d, ctx, "Acme AB")
 	tpl := actstest.Template(tb, d, ctx, "wide", fields...)
 	actstest.Webhook(tb, d, ctx, uid, outbox.ActFetchData, "https://integration.example.com/hook")
-	a, err := acts.NewStore(d, &outbox.Outbox{}).Create(ctx, p, c.ID, tpl.ID, "bulk")
+	a, err := acts.NewStore(d, &outbox.Outbox{}, clients.NewStore(d), templates.NewStore(d)).Create(ctx, p, c.ID, tpl.ID, "bulk")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &bulkFixture{ctx: ctx, p: p, act: a, store: acts.NewStore(d, &outbox.Outbox{})}
+	return &bulkFixture{ctx: ctx, p: p, act: a, store: acts.NewStore(d, &outbox.Outbox{}, clients.NewStore(d), templates.NewStore(d))}
 }
 
 // request opens a fetch request over the first n fields and returns the
@@ -76,7 +77,7 @@ func TestBulkPutQueryCount(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		f := newBulkFixture(t, d, 200)
 		counted, count := d.CountQueries()
-		cs := acts.NewStore(counted, &outbox.Outbox{})
+		cs := acts.NewStore(counted, &outbox.Outbox{}, clients.NewStore(counted), templates.NewStore(counted))
 		got := map[int]int{}
 		for round, n := range []int{2, 20, 200} {
 			w := f.request(t, n, round)
@@ -114,7 +115,7 @@ func TestBulkPutQueryCount(t *testing.T) {
 		}
 		// Reading the act back is constant too (act, data points, states).
 		before := count()
-		if _, err := acts.NewStore(counted, nil).Get(f.ctx, f.act.Act.UUID); err != nil {
+		if _, err := acts.NewStore(counted, nil, clients.NewStore(counted), templates.NewStore(counted)).Get(f.ctx, f.act.Act.UUID); err != nil {
 			t.Fatal(err)
 		}
 		if n := count() - before; n != 3 {
@@ -152,7 +153,7 @@ func BenchmarkGetAct200(b *testing.B) {
 			d := testdb.Open(b, dialect)
 			f := newBulkFixture(b, d, 200)
 			f.request(b, 200, 0)
-			s := acts.NewStore(d, nil)
+			s := acts.NewStore(d, nil, clients.NewStore(d), templates.NewStore(d))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -27,6 +27,10 @@ import (
 type Store struct {
 	DB     *db.DB
 	Outbox *outbox.Outbox
+	// Clients and Templates are the stores an act reads its client and
+	// template through (built once by the composition root, never here).
+	Clients   *clients.Store
+	Templates *templates.Store
 	// Window is a fetch request's lifetime, expires_at - requested_at
 	// (FINSVC_FETCH_WINDOW); zero means DefaultWindow.
 	Window time.Duration
@@ -36,8 +40,11 @@ type Store struct {
 	Clock db.Clock
 }
 
-// NewStore returns a Store over d that records events in ob.
-func NewStore(d *db.DB, ob *outbox.Outbox) *Store { return &Store{DB: d, Outbox: ob} }
+// NewStore returns a Store over d that records events in ob and reads
+// clients and templates through cs and ts.
+func NewStore(d *db.DB, ob *outbox.Outbox, cs *clients.Store, ts *templates.Store) *Store {
+	return &Store{DB: d, Outbox: ob, Clients: cs, Templates: ts}
+}
 
 func (s *Store) now() time.Time { return s.Clock.Now() }
 
@@ -104,13 +111,13 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 		// client cannot be deleted, nor the template edited in place, before
 		// the act that uses them commits.
 		fe := apperr.FieldErrors{}
-		c, err := clients.NewStore(s.DB).Get(ctx, tx, clientID)
+		c, err := s.Clients.Get(ctx, tx, clientID)
 		if apperr.Is(err, apperr.NotFound) {
 			fe.Add("client_id", fmt.Sprintf("client %d does not exist", clientID))
 		} else if err != nil {
 			return err
 		}
-		tpl, err := templates.NewStore(s.DB).Get(ctx, tx, templateID)
+		tpl, err := s.Templates.Get(ctx, tx, templateID)
 		if apperr.Is(err, apperr.NotFound) {
 			fe.Add("template_id", fmt.Sprintf("template %d does not exist", templateID))
 		} else if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/acts/actstest"
 	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/templates"
@@ -40,7 +41,8 @@ func TestCreateEventSharesTheTransaction(t *testing.T) {
 
 		rollback := errors.New("roll back")
 		err := d.Tx(ctx, func(tx *gorm.DB) error {
-			s := acts.NewStore(&db.DB{DB: tx, Dialect: d.Dialect}, &outbox.Outbox{})
+			txd := &db.DB{DB: tx, Dialect: d.Dialect}
+			s := acts.NewStore(txd, &outbox.Outbox{}, clients.NewStore(txd), templates.NewStore(txd))
 			if _, err := s.Create(ctx, p, c.ID, tpl.ID, "inside"); err != nil {
 				return err
 			}
@@ -62,7 +64,7 @@ func TestCreateEventSharesTheTransaction(t *testing.T) {
 		if err := d.Exec("ALTER TABLE events RENAME TO events_gone").Error; err != nil {
 			t.Fatal(err)
 		}
-		s := acts.NewStore(d, &outbox.Outbox{})
+		s := acts.NewStore(d, &outbox.Outbox{}, clients.NewStore(d), templates.NewStore(d))
 		if _, err := s.Create(ctx, p, c.ID, tpl.ID, "fails"); err == nil {
 			t.Fatal("Create succeeded without an events table")
 		}
@@ -105,7 +107,7 @@ func TestListAndGetQueryCount(t *testing.T) {
 		}
 		tpl := actstest.Template(t, d, ctx, "T", fields...)
 		p := &auth.Principal{UserID: 1, Role: auth.RoleMember}
-		s := acts.NewStore(d, &outbox.Outbox{})
+		s := acts.NewStore(d, &outbox.Outbox{}, clients.NewStore(d), templates.NewStore(d))
 		var last *acts.Detail
 		for i := range 30 {
 			a, err := s.Create(ctx, p, c.ID, tpl.ID, fmt.Sprint("act ", i))
@@ -115,7 +117,7 @@ func TestListAndGetQueryCount(t *testing.T) {
 			last = a
 		}
 		counted, count := d.CountQueries()
-		cs := acts.NewStore(counted, nil)
+		cs := acts.NewStore(counted, nil, clients.NewStore(counted), templates.NewStore(counted))
 		for _, limit := range []int{5, 30} {
 			before := count()
 			list, total, err := cs.List(ctx, acts.Filter{ClientID: &c.ID}, page.Request{Page: 1, Limit: limit})
@@ -168,7 +170,7 @@ func TestListByTemplateDeepPages(t *testing.T) {
 		if err := d.Exec("DELETE FROM acts WHERE seq % 13 = 0 OR (seq > 3000 AND seq <= 3300)").Error; err != nil {
 			t.Fatal(err)
 		}
-		s := acts.NewStore(d, nil)
+		s := acts.NewStore(d, nil, clients.NewStore(d), templates.NewStore(d))
 		q := func() *gorm.DB { return d.DB.Table("acts").Where("tenant_id = ? AND template_id = ?", ten.ID, t1.ID) }
 		var want int64
 		q().Count(&want)

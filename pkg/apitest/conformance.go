@@ -15,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/web"
 )
@@ -198,15 +199,6 @@ func (v *ValidatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	return resp, nil
 }
 
-// eventSchemas maps an event kind to the schema its delivery body must
-// match (the request bodies of the callbacks on createWebhook).
-var eventSchemas = map[string]string{
-	"act.fetch_data": "ActFetchDataEvent",
-	"act.created":    "ActCreatedEvent",
-	"act.duplicated": "ActDuplicatedEvent",
-	"webhook.test":   "WebhookTestEvent",
-}
-
 // ValidateEvent checks a webhook delivery body against the OpenAPI
 // document: the schema of its event kind, formats included.
 func ValidateEvent(body []byte) error {
@@ -219,7 +211,7 @@ func ValidateEvent(body []byte) error {
 		return fmt.Errorf("event body is not a JSON object: %w", err)
 	}
 	kind, _ := v["event"].(string)
-	name, ok := eventSchemas[kind]
+	name, ok := eventSchema(spec, kind)
 	if !ok {
 		return fmt.Errorf("unknown event kind %q", kind)
 	}
@@ -235,4 +227,20 @@ func ValidateEvent(body []byte) error {
 		return fmt.Errorf("%s delivery does not match %s: %w", kind, name, err)
 	}
 	return validateEventSecond(name, body)
+}
+
+// eventSchema is the schema a delivery of kind must match: the request
+// body of its callback on createWebhook (openapi.Events), read from the
+// spec rather than restated here.
+func eventSchema(spec *openapi3.T, kind string) (string, bool) {
+	events, err := openapi.Events(spec)
+	if err != nil {
+		return "", false
+	}
+	for _, e := range events {
+		if e.Kind == kind {
+			return e.Schema, true
+		}
+	}
+	return "", false
 }

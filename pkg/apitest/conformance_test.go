@@ -1,10 +1,15 @@
 package apitest
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/finsvc/finsvc/pkg/httpapi"
 )
 
 func TestValidateEvent(t *testing.T) {
@@ -75,5 +80,38 @@ func TestSecondValidator(t *testing.T) {
 	bad := strings.Replace(string(event), `"webhook_id":1`, `"webhook_id":"one"`, 1)
 	if err := validateEventSecond("WebhookTestEvent", []byte(bad)); err == nil {
 		t.Fatal("a bad event accepted by libopenapi-validator")
+	}
+}
+
+// The harness knows an event's schema from the spec's callbacks alone: a
+// callback added to the spec (here, in memory) is validated with its
+// schema without an edit here.
+func TestEventSchemaComesFromTheSpec(t *testing.T) {
+	spec, err := httpapi.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, ok := eventSchema(spec, "act.created"); !ok || name != "ActCreatedEvent" {
+		t.Fatalf("act.created: %q %v", name, ok)
+	}
+	if _, ok := eventSchema(spec, "invoice.created"); ok {
+		t.Fatal("invoice.created known before the spec describes it")
+	}
+	cbs := spec.Paths.Value("/api/1.0/webhooks").Post.Callbacks
+	created := cbs["actCreated"].Value.Value("{$request.body#/target}").Post
+	body := *created.RequestBody.Value
+	mt := *body.Content.Get("application/json")
+	envelope := *spec.Components.Schemas["ActCreatedEvent"].Value
+	envelope.Properties = maps.Clone(envelope.Properties)
+	envelope.Properties["event"] = &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: []any{"invoice.created"}}}
+	spec.Components.Schemas["InvoiceCreatedEvent"] = &openapi3.SchemaRef{Value: &envelope}
+	mt.Schema = &openapi3.SchemaRef{Ref: "#/components/schemas/InvoiceCreatedEvent", Value: &envelope}
+	body.Content = openapi3.Content{"application/json": &mt}
+	op := *created
+	op.RequestBody = &openapi3.RequestBodyRef{Value: &body}
+	cb := openapi3.NewCallback(openapi3.WithCallback("{$request.body#/target}", &openapi3.PathItem{Post: &op}))
+	cbs["invoiceCreated"] = &openapi3.CallbackRef{Value: cb}
+	if name, ok := eventSchema(spec, "invoice.created"); !ok || name != "InvoiceCreatedEvent" {
+		t.Fatalf("invoice.created after the spec describes it: %q %v", name, ok)
 	}
 }

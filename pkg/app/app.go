@@ -36,6 +36,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/authcache"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -155,6 +156,8 @@ type App struct {
 	oauth   *oauth.Service
 	metrics *metrics.Metrics
 	handler http.Handler
+	// services are the domain stores, built once (Services).
+	services httpapi.Services
 
 	worker    *delivery.Worker // started by Start; nil WithoutDeliveries
 	janitor   *oauth.Janitor
@@ -250,7 +253,14 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		}
 		a.closers = append(a.closers, limiter.Close)
 	}
-	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter)); err != nil {
+	// The operation policy, declared in the spec, read once: the API's
+	// authorizer, the console, the developer pages and the webhook registry
+	// all ask it. An operation without a declaration refuses the start.
+	policy, err := openapi.LoadPolicy()
+	if err != nil {
+		return nil, err
+	}
+	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter), oauth.WithPolicy(policy)); err != nil {
 		return nil, err
 	}
 	a.janitor = oauth.NewJanitor(a.db, a.log)
@@ -261,11 +271,11 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// The webhook context: events written by acts, fetch requests and
 	// redeliveries wake this replica's worker at once (if Start runs it;
 	// otherwise they wait, pending).
-	dopts := []delivery.Option{delivery.WithObserver(countDelivery)}
+	dopts := []delivery.Option{delivery.WithObserver(metrics.DeliveryOutcome)}
 	if tp != nil {
 		dopts = append(dopts, delivery.WithTracerProvider(tp))
 	}
-	wh, err := webhooks.New(a.db, cfg, a.log, append(dopts, o.deliveryOpts...)...)
+	wh, err := webhooks.New(a.db, cfg, a.log, policy, append(dopts, o.deliveryOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -292,17 +302,20 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if tenants == nil {
 		tenants = tenant.NewStore(a.db)
 	}
+	clientStore, templateStore := clients.NewStore(a.db), templates.NewStore(a.db)
 	services := httpapi.Services{
-		Clients:   clients.NewStore(a.db),
-		Templates: templates.NewStore(a.db),
+		Clients:   clientStore,
+		Templates: templateStore,
 		Users:     userStore,
-		Acts:      &acts.Store{DB: a.db, Outbox: wh.Outbox, Window: cfg.FetchWindow, Clock: o.now},
-		Webhooks:  wh.Registry,
+		Acts: &acts.Store{DB: a.db, Outbox: wh.Outbox, Clients: clientStore, Templates: templateStore,
+			Window: cfg.FetchWindow, Clock: o.now},
+		Webhooks: wh.Registry,
 	}
+	a.services = services
 	// The console calls the same stores as the API, with the sign-in
 	// pages' sessions.
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Logger: a.log})
+		Users: services.Users, Logger: a.log, Policy: policy})
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +334,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Tenants:  tenants,
 		Auth:     authn,
 		Services: services,
+		Policy:   policy,
 		// Only an authenticated caller spends its tenant's budget; the
 		// bearer check and the token endpoints charge it.
 		Budget:      limiter,
@@ -379,16 +393,6 @@ func isProbe(c echo.Context) bool {
 	return false
 }
 
-// countDelivery counts every attempted delivery by outcome
-// (finsvc_webhook_deliveries_total). Released and lost leases are not
-// outcomes of an attempt and are not counted.
-func countDelivery(r delivery.Result) {
-	switch r.Outcome {
-	case delivery.Succeeded, delivery.Retrying, delivery.Failed, delivery.Disabled, delivery.Cancelled:
-		metrics.DeliveryOutcome(string(r.Outcome))
-	}
-}
-
 // Handler is the HTTP handler of the whole service (API, OAuth, operational
 // endpoints). It serves before Start; only the background work waits for it.
 func (a *App) Handler() http.Handler { return a.handler }
@@ -398,6 +402,10 @@ func (a *App) DB() *db.DB { return a.db }
 
 // OAuth is the authorization server (tests, maintenance).
 func (a *App) OAuth() *oauth.Service { return a.oauth }
+
+// Services are the domain stores the App built, for commands that write
+// through them beside the API (the demo seeder); nothing builds others.
+func (a *App) Services() httpapi.Services { return a.services }
 
 // Metrics is the Prometheus registry behind /metrics.
 func (a *App) Metrics() *metrics.Metrics { return a.metrics }

@@ -1,11 +1,16 @@
-// Package auth defines the authenticated principal of an API call and the
-// rule that combines token scopes with user roles (Principal.Permit). The
-// bearer middleware fills a Principal; the HTTP layer's authorization
-// middleware applies the rule with each operation's scopes from the spec.
+// Package auth defines the authenticated principal of an API call, the
+// rule that combines token scopes with user roles (Principal.Permit) and
+// the operation policy that says, per operation, which scopes and which
+// action it needs (Policy, read from the spec by the composition root).
+// The bearer middleware fills a Principal; the HTTP layer's authorization
+// middleware, the pages and the webhook registry ask the Policy.
+//
+// Standard library only (and apperr): the policy is plain data.
 package auth
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -60,17 +65,44 @@ type Principal struct {
 // HasScope reports whether the token carries scope s.
 func (p *Principal) HasScope(s string) bool { return slices.Contains(p.Scopes, s) }
 
-// Action is what a call needs from the user's role.
+// Action is what a call needs from the user's role. The spec names it
+// (`x-finsvc-action`) with Action.String's words.
 type Action int
 
 const (
-	Read  Action = iota // any role
-	Write               // member or admin: clients, acts, webhooks
-	Admin               // admin only: templates, users, apps
+	Read   Action = iota // any role
+	Write                // member or admin
+	Admin                // admin only
+	Public               // no caller needed (token endpoints, probes, docs)
 )
+
+var actionNames = [...]string{Read: "read", Write: "write", Admin: "admin", Public: "public"}
+
+// String is the action's name in the spec ("read"); "" for an unknown one.
+func (a Action) String() string {
+	if a < 0 || int(a) >= len(actionNames) {
+		return ""
+	}
+	return actionNames[a]
+}
+
+// ParseAction reads an action's name in the spec.
+func ParseAction(s string) (Action, error) {
+	for a, name := range actionNames {
+		if name == s {
+			return Action(a), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown action %q (want one of %v)", s, actionNames)
+}
+
+// errNoPrincipal refuses a call that needs a caller and has none.
+func errNoPrincipal() error { return apperr.E(apperr.Unauthenticated, "authentication required") }
 
 func (p *Principal) roleAllows(a Action) bool {
 	switch a {
+	case Public:
+		return true
 	case Read:
 		return ValidRole(p.Role)
 	case Write:

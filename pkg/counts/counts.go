@@ -6,9 +6,10 @@
 // id-ordered list finds its first row by summing list_blocks (one row per
 // 1,024 ids) instead of reading every row before it; acts, listed newest
 // first, do the same from the other end with their seq numbers
-// (SeekNewest). Adding a filter to a
-// list means adding its bucket to the triggers (a migration, both dialects),
-// to Rebuild's queries below, and a Key constructor here.
+// (SeekNewest). Adding a filter to a list means adding its bucket to the
+// triggers (a migration, both dialects), to the statement of what is
+// counted below (truthCounts; a test fails until the two agree), and a Key
+// constructor here.
 package counts
 
 import (
@@ -194,9 +195,11 @@ func walkBlocks(ctx context.Context, q *gorm.DB, kind string, offset int64, orde
 	return rows[0].Block, rows[0].Before, rows[0].Cum, true, nil
 }
 
-// truthCounts and truthBlocks compute, from the rows themselves, what
-// list_counts and list_blocks must hold: the migration's initial fill and
-// Check/Rebuild use the same definitions.
+// truthCounts and truthBlocks are the one statement of what is counted:
+// they compute, from the rows themselves, what list_counts and list_blocks
+// must hold. Check and Rebuild use them, and the triggers are checked
+// against them (statement_internal_test.go: a bucket a trigger keeps and
+// the statement lacks fails, and so does the reverse).
 const truthCounts = `SELECT tenant_id, 'clients' AS kind, '' AS bucket, count(*) AS n FROM clients GROUP BY tenant_id
 UNION ALL SELECT tenant_id, 'clients', 'country:' || country, count(*) FROM clients GROUP BY tenant_id, country
 UNION ALL SELECT tenant_id, 'clients', 'org:' || org_number, count(*) FROM clients GROUP BY tenant_id, org_number
@@ -254,6 +257,11 @@ type key struct {
 // tenants, and returns the differences (none when the triggers have seen
 // every write). It reads whole tables: run it off-peak.
 func Check(ctx context.Context, q *gorm.DB) ([]Mismatch, error) {
+	return checkAgainst(ctx, q, truthCounts, truthBlocks)
+}
+
+// checkAgainst is Check with the statement given.
+func checkAgainst(ctx context.Context, q *gorm.DB, truthCounts, truthBlocks string) ([]Mismatch, error) {
 	load := func(sql string) (map[key]int64, error) {
 		var rows []row
 		if err := q.WithContext(ctx).Raw(sql).Scan(&rows).Error; err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
@@ -104,7 +105,7 @@ func TestFilterPlansUseIndexes(t *testing.T) {
 		explain("clients by "+c.name, c.idx)
 	}
 
-	as := acts.NewStore(rd, nil)
+	as := acts.NewStore(rd, nil, clients.NewStore(rd), templates.NewStore(rd))
 	common, rare, client := int64(1), int64(2), int64(101)
 	final := acts.StatusFinal
 	for _, c := range []struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/clients"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/page"
+	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
@@ -131,7 +132,7 @@ func TestListPlansUseIndexes(t *testing.T) {
 		explain(fmt.Sprintf("clients page %d", pg.Page), "list_counts_pkey", "clients_pkey")
 	}
 
-	as := acts.NewStore(rd, nil)
+	as := acts.NewStore(rd, nil, clients.NewStore(rd), templates.NewStore(rd))
 	final := acts.StatusFinal
 	client := int64(42)
 	for _, c := range []struct {

@@ -6,7 +6,6 @@ import (
 	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 // Demo acts: a draft credit review with some values entered (ready for a
@@ -46,9 +45,7 @@ func seedActs(s *Seeder) error {
 	p := &auth.Principal{TenantID: s.Tenant.ID, UserID: s.Admin.ID, Role: auth.RoleAdmin, ClientID: "demo",
 		Scopes: []string{auth.ScopeActsRead, auth.ScopeActsWrite}}
 	ctx := auth.NewContext(s.Ctx, p)
-	ob := &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: s.Config.WebhookAllowPrivate}}
-	store := acts.NewStore(s.DB, ob)
-	store.Window = s.Config.FetchWindow
+	store := s.Stores.Acts
 	for _, da := range demoActs {
 		a, err := store.Create(ctx, p, s.Clients[da.client].ID, s.Templates[da.template].ID, da.title)
 		if err != nil {

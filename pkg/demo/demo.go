@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/finsvc/finsvc/pkg/acts"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/clients"
@@ -46,9 +47,21 @@ type Info struct {
 	RedirectURI   string `json:"redirect_uri"`
 }
 
+// Stores are the stores the steps write through, built by the composition
+// root (app.App.Services): the demo builds none of its own, so that its
+// acts record events in the service's outbox and its admin gets the
+// service's password hashing.
+type Stores struct {
+	Users     *users.Store
+	Clients   *clients.Store
+	Templates *templates.Store
+	Acts      *acts.Store
+}
+
 // Seeder carries state between seeding steps.
 type Seeder struct {
 	DB     *db.DB
+	Stores Stores
 	Config *config.Config
 	Info   *Info
 	Tenant *tenant.Tenant
@@ -77,15 +90,18 @@ var steps = []Step{
 	seedActs,
 }
 
-// Seed creates (or refreshes) the demo tenant and its data in d and returns
-// the connection details. cfg.Addr should be the bound address, so that
-// BaseURL carries the real port.
-func Seed(ctx context.Context, d *db.DB, cfg *config.Config) (*Info, error) {
+// Seed creates (or refreshes) the demo tenant and its data in d, through
+// st, and returns the connection details. cfg.Addr should be the bound
+// address, so that BaseURL carries the real port.
+func Seed(ctx context.Context, d *db.DB, cfg *config.Config, st Stores) (*Info, error) {
+	if st.Users == nil || st.Clients == nil || st.Templates == nil || st.Acts == nil {
+		return nil, fmt.Errorf("demo: every store is required (pkg/app builds them)")
+	}
 	base, err := BaseURL(cfg, TenantSlug)
 	if err != nil {
 		return nil, err
 	}
-	s := &Seeder{DB: d, Config: cfg, Ctx: ctx, Info: &Info{BaseURL: base, Tenant: TenantSlug}}
+	s := &Seeder{DB: d, Stores: st, Config: cfg, Ctx: ctx, Info: &Info{BaseURL: base, Tenant: TenantSlug}}
 	for _, step := range steps {
 		if err := step(s); err != nil {
 			return nil, fmt.Errorf("demo: seed: %w", err)
@@ -111,7 +127,7 @@ func seedTenant(s *Seeder) error {
 // seedAdmin creates the admin, or on a re-run gives it a fresh password:
 // only a hash is stored, and the password must be printed again.
 func seedAdmin(s *Seeder) error {
-	st := users.NewStore(s.DB)
+	st := s.Stores.Users
 	password := users.GeneratePassword()
 	u, err := st.Create(s.Ctx, AdminEmail, AdminName, auth.RoleAdmin, password)
 	if apperr.Is(err, apperr.Conflict) {

@@ -22,7 +22,7 @@ func TestSeed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		cfg := config.Default()
 		cfg.Addr = "127.0.0.1:43210"
-		info, err := demo.Seed(t.Context(), d, cfg)
+		info, err := demo.Seed(t.Context(), d, cfg, stores(d))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func TestSeed(t *testing.T) {
 		}
 
 		// Seeding again is fine and issues a new working password.
-		info2, err := demo.Seed(t.Context(), d, cfg)
+		info2, err := demo.Seed(t.Context(), d, cfg, stores(d))
 		if err != nil {
 			t.Fatalf("second Seed: %v", err)
 		}

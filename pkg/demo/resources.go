@@ -59,7 +59,7 @@ var demoClients = []clients.Input{
 // seedTemplates creates the demo templates, or on a re-run finds them by
 // name (the first version with that name).
 func seedTemplates(s *Seeder) error {
-	st := templates.NewStore(s.DB)
+	st := s.Stores.Templates
 	s.Templates = s.Templates[:0]
 	for _, in := range demoTemplates {
 		var id int64
@@ -88,7 +88,7 @@ func seedTemplates(s *Seeder) error {
 // seedClients creates the demo clients, or on a re-run finds them by
 // organization number.
 func seedClients(s *Seeder) error {
-	st := clients.NewStore(s.DB)
+	st := s.Stores.Clients
 	s.Clients = s.Clients[:0]
 	for _, in := range demoClients {
 		var c clients.Client

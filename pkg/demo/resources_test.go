@@ -13,6 +13,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/templates"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
 func TestSeedTemplatesAndClients(t *testing.T) {
@@ -20,7 +22,7 @@ func TestSeedTemplatesAndClients(t *testing.T) {
 		cfg := config.Default()
 		cfg.Addr = "127.0.0.1:43210"
 		for run := 0; run < 2; run++ { // the second run must not duplicate
-			if _, err := demo.Seed(t.Context(), d, cfg); err != nil {
+			if _, err := demo.Seed(t.Context(), d, cfg, stores(d)); err != nil {
 				t.Fatalf("run %d: %v", run, err)
 			}
 		}
@@ -73,7 +75,7 @@ func TestSeedActs(t *testing.T) {
 		cfg := config.Default()
 		cfg.Addr = "127.0.0.1:43210"
 		for run := 0; run < 2; run++ { // the second run must not duplicate
-			if _, err := demo.Seed(t.Context(), d, cfg); err != nil {
+			if _, err := demo.Seed(t.Context(), d, cfg, stores(d)); err != nil {
 				t.Fatalf("run %d: %v", run, err)
 			}
 		}
@@ -82,7 +84,7 @@ func TestSeedActs(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := tenant.NewContext(t.Context(), tn)
-		st := acts.NewStore(d, nil)
+		st := acts.NewStore(d, nil, clients.NewStore(d), templates.NewStore(d))
 		list, total, err := st.List(ctx, acts.Filter{}, page.Request{Page: 1, Limit: 10})
 		if err != nil || total != 3 {
 			t.Fatalf("acts: %d, %v", total, err)
@@ -108,4 +110,10 @@ func TestSeedActs(t *testing.T) {
 			t.Errorf("final act values: %v", vals)
 		}
 	})
+}
+
+// stores are the demo's stores as the composition root builds them.
+func stores(d *db.DB) demo.Stores {
+	cs, ts := clients.NewStore(d), templates.NewStore(d)
+	return demo.Stores{Users: users.NewStore(d), Clients: cs, Templates: ts, Acts: acts.NewStore(d, &outbox.Outbox{}, cs, ts)}
 }

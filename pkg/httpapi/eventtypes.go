@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
@@ -35,56 +35,30 @@ func (h *Handlers) TestWebhook(ctx context.Context, req apiserver.TestWebhookReq
 }
 
 // eventTypes reads the event types from the spec's callbacks on
-// createWebhook, the one place deliveries are described: each callback's
-// request body names the envelope schema, whose `event` enum is the name.
+// createWebhook (openapi.Events), the one place deliveries are described.
 // The schemas are returned with every $ref resolved, so that a receiver
-// can validate a delivery with the schema alone. Every kind the outbox can
-// send must be described there (New fails otherwise).
+// can validate a delivery with the schema alone. The callbacks and the
+// outbox's kinds must be the same set, both ways (New fails otherwise).
 func eventTypes(spec *openapi3.T) ([]models.EventType, error) {
-	item := spec.Paths.Find("/api/1.0/webhooks")
-	if item == nil || item.Post == nil {
-		return nil, fmt.Errorf("httpapi: the spec has no createWebhook")
+	if err := openapi.CheckEventKinds(spec, outbox.Kinds, []string{outbox.WebhookTest}); err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
 	}
-	var out []models.EventType
-	for name, cb := range item.Post.Callbacks {
-		if cb.Value == nil {
-			continue
-		}
-		for _, pi := range cb.Value.Map() {
-			op := pi.Post
-			if op == nil || op.RequestBody == nil || op.RequestBody.Value == nil {
-				return nil, fmt.Errorf("httpapi: callback %s has no request body", name)
-			}
-			mt := op.RequestBody.Value.Content.Get("application/json")
-			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
-				return nil, fmt.Errorf("httpapi: callback %s has no JSON schema", name)
-			}
-			ev := mt.Schema.Value.Properties["event"]
-			if ev == nil || ev.Value == nil || len(ev.Value.Enum) != 1 {
-				return nil, fmt.Errorf("httpapi: callback %s: the envelope's event is not one name", name)
-			}
-			kind, _ := ev.Value.Enum[0].(string)
-			schema, err := resolved(spec, mt.Schema, nil)
-			if err != nil {
-				return nil, fmt.Errorf("httpapi: callback %s: %w", name, err)
-			}
-			desc := strings.TrimSpace(op.Description)
-			if desc == "" {
-				desc = op.Summary
-			}
-			m, _ := schema.(map[string]any)
-			out = append(out, models.EventType{Name: kind, Description: desc, Subscribable: outbox.ValidKind(kind), Schema: m})
-		}
+	events, err := openapi.Events(spec)
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	described := map[string]bool{}
-	for _, t := range out {
-		described[t.Name] = true
-	}
-	for _, k := range append([]string{outbox.WebhookTest}, outbox.Kinds...) {
-		if !described[k] {
-			return nil, fmt.Errorf("httpapi: event %s has no callback in the spec", k)
+	out := make([]models.EventType, 0, len(events))
+	for _, e := range events {
+		schema, err := resolved(spec, e.Ref, nil)
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: event %s: %w", e.Kind, err)
 		}
+		desc := strings.TrimSpace(e.Operation.Description)
+		if desc == "" {
+			desc = e.Operation.Summary
+		}
+		m, _ := schema.(map[string]any)
+		out = append(out, models.EventType{Name: e.Kind, Description: desc, Subscribable: outbox.ValidKind(e.Kind), Schema: m})
 	}
 	return out, nil
 }

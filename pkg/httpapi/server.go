@@ -78,6 +78,9 @@ type Deps struct {
 	Tenants  TenantResolver
 	Auth     Authenticator
 	Services Services
+	// Policy is the operation policy the authorization middleware
+	// enforces (read from the spec by pkg/app, openapi.Policy).
+	Policy *auth.Policy
 	// Budget charges requests to the rate limits (pkg/ratelimit); nil
 	// limits nothing.
 	Budget Budget
@@ -100,8 +103,8 @@ type Deps struct {
 func (d *Deps) check() error {
 	s := d.Services
 	switch {
-	case d.Config == nil || d.Logger == nil || d.Tenants == nil:
-		return errors.New("httpapi: Config, Logger and Tenants are required")
+	case d.Config == nil || d.Logger == nil || d.Tenants == nil || d.Policy == nil:
+		return errors.New("httpapi: Config, Logger, Tenants and Policy are required")
 	case s.Clients == nil || s.Templates == nil || s.Users == nil || s.Acts == nil || s.Webhooks == nil:
 		return errors.New("httpapi: every service is required (pkg/app builds them)")
 	}
@@ -111,7 +114,7 @@ func (d *Deps) check() error {
 // Handlers implements apiserver.StrictServerInterface, one file per capability
 // (clients.go, acts.go, actdata.go, webhooks.go, …). The assertion below
 // keeps the set complete: an operation added to the spec without a handler
-// fails the build (and one without a role in authorize.go fails New).
+// fails the build (and one without a policy in the spec fails New).
 type Handlers struct {
 	svc  Services
 	deps Deps
@@ -135,7 +138,7 @@ func isOperational(c echo.Context) bool {
 func isAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/1.0/") }
 
 // New builds the service's HTTP handler. It fails when a dependency is
-// missing or when an operation of the spec has no authorization rule.
+// missing or when an operation of the server has no rule in Deps.Policy.
 func New(deps Deps) (http.Handler, error) {
 	if err := deps.check(); err != nil {
 		return nil, err
@@ -146,7 +149,7 @@ func New(deps Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	authz, err := authorizer(spec)
+	authz, err := authorizer(deps.Policy)
 	if err != nil {
 		return nil, err
 	}

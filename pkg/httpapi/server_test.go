@@ -235,7 +235,11 @@ func TestBodyTooLargeEveryOperation(t *testing.T) {
 // The HTTP layer builds nothing: a missing service is a startup error, not
 // a nil dereference on the first request.
 func TestNewRefusesMissingServices(t *testing.T) {
-	_, err := httpapi.New(httpapi.Deps{Config: config.Default(), Logger: testdb.Logger(), Tenants: tenant.NewStore(nil)})
+	pol, err := openapi.LoadPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = httpapi.New(httpapi.Deps{Config: config.Default(), Logger: testdb.Logger(), Tenants: tenant.NewStore(nil), Policy: pol})
 	if err == nil || !strings.Contains(err.Error(), "every service is required") {
 		t.Fatalf("New without services: %v", err)
 	}

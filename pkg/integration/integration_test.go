@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -129,7 +130,7 @@ func newLoop(t *testing.T, d *db.DB) *loop {
 		t.Fatal(err)
 	}
 	box, _ := secretbox.New(globalSecret)
-	l.store = registry.New(d, box, registry.Options{AllowPrivate: true})
+	l.store = registry.New(d, box, registry.Options{Policy: testPolicy(t), AllowPrivate: true})
 
 	// The receiver is registered before its secret exists; it reads the
 	// secret through this indirection once registration returns it.
@@ -394,4 +395,14 @@ func TestReceiverDedupesConcurrentDuplicates(t *testing.T) {
 	if len(done) != 1 {
 		t.Fatalf("work ran %d times", len(done))
 	}
+}
+
+// testPolicy is the operation policy the service runs with (the spec's).
+func testPolicy(t testing.TB) *auth.Policy {
+	t.Helper()
+	p, err := openapi.LoadPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -35,16 +35,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
-)
-
-// Delivery outcomes for DeliveryOutcome.
-const (
-	DeliverySucceeded = "succeeded" // 2xx
-	DeliveryRetry     = "retry"     // failed attempt, another is scheduled
-	DeliveryFailed    = "failed"    // failed for good (attempts or window exhausted)
-	DeliveryDisabled  = "disabled"  // 410: the registration was disabled
-	DeliveryCancelled = "cancelled" // dropped before an attempt (registration gone)
 )
 
 // Token check outcomes for TokenCheck.
@@ -80,17 +72,22 @@ var tokenCounters = map[string]prometheus.Counter{}
 func init() {
 	// Zero series exist from the start, so rate() works before the first
 	// event of a kind.
-	for _, o := range []string{DeliverySucceeded, DeliveryRetry, DeliveryFailed, DeliveryDisabled, DeliveryCancelled} {
-		deliveries.WithLabelValues(o)
+	for _, o := range delivery.Counted {
+		deliveries.WithLabelValues(string(o))
 	}
 	for _, o := range []string{TokenValid, TokenInvalid, TokenError} {
 		tokenCounters[o] = tokenChecks.WithLabelValues(o)
 	}
 }
 
-// DeliveryOutcome counts one webhook delivery attempt (see the Delivery*
-// constants). Safe for concurrent use; call it once per attempt.
-func DeliveryOutcome(outcome string) { deliveries.WithLabelValues(outcome).Inc() }
+// DeliveryOutcome counts one webhook delivery attempt by its outcome, the
+// label; an outcome that does not end an attempt (delivery.Counted) is not
+// counted. Safe for concurrent use; a delivery.Observer.
+func DeliveryOutcome(r delivery.Result) {
+	if r.Outcome.IsCounted() {
+		deliveries.WithLabelValues(string(r.Outcome)).Inc()
+	}
+}
 
 // TokenCheck counts one bearer token check (see the Token* constants).
 func TokenCheck(outcome string) {

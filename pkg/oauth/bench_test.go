@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/apitest"
 	"github.com/finsvc/finsvc/pkg/oauth"
 	"github.com/finsvc/finsvc/pkg/tenant"
@@ -35,7 +36,11 @@ func TestBearerIsOneQuery(t *testing.T) {
 		if err := s.DB.Callback().Raw().After("gorm:raw").Register("test:count_raw", inc); err != nil {
 			t.Fatal(err)
 		}
-		svc, err := oauth.New(s.DB, s.Config, nil, users.NewStore(s.DB, users.WithHashParams(apitest.HashParams)))
+		pol, err := openapi.LoadPolicy()
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := oauth.New(s.DB, s.Config, nil, users.NewStore(s.DB, users.WithHashParams(apitest.HashParams)), oauth.WithPolicy(pol))
 		if err != nil {
 			t.Fatal(err)
 		}

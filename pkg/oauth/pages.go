@@ -118,6 +118,7 @@ func (s *Service) render(c echo.Context, status int, name string, p *page) error
 	p.Tenant = tenant.MustFromContext(ctx).Slug
 	if p.User != nil {
 		p.LogoutCSRF = s.csrfToken(ctx, s.csrfSeed(c), "logout", "")
+		p.Menu = web.Menu(s.policy, p.User)
 	}
 	// web.Render refuses framing (no clickjacking of the consent page).
 	return web.Render(c, s.pages, status, name, p)
@@ -243,15 +244,20 @@ func (s *Service) requireUser(c echo.Context, back string) (*users.User, error) 
 	return nil, loginRedirect(c, back)
 }
 
-// requireAdmin is requireUser plus the admin role (apps are admin-only,
-// ARCHITECTURE.md, Authorization).
+// requireAdmin is requireUser plus what the operation policy asks of a
+// user managing apps (x-finsvc-pages' manageApps in the spec).
 func (s *Service) requireAdmin(c echo.Context) (*users.User, bool, error) {
 	u, err := s.requireUser(c, "/developer/my-apps")
 	if u == nil || err != nil {
 		return nil, false, err
 	}
-	if u.Role != auth.RoleAdmin {
-		return u, false, s.errorPage(c, http.StatusForbidden, "Forbidden", "Only admins manage developer apps.")
+	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
+	if err := s.policy.PermitRole(p, pageManageApps); err != nil {
+		msg := "You may not manage developer apps."
+		if ae := (*apperr.Error)(nil); errors.As(err, &ae) {
+			msg = ae.Message
+		}
+		return u, false, s.errorPage(c, http.StatusForbidden, "Forbidden", msg)
 	}
 	return u, true, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ory/fosite/token/hmac"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
@@ -50,6 +51,7 @@ type Service struct {
 	now      func() time.Time
 	logins   *loginThrottle
 	budget   Budget
+	policy   *auth.Policy
 }
 
 // Budget charges the token endpoints and the authorization pages to the rate
@@ -72,6 +74,14 @@ type Option func(*Service)
 
 // WithBudget charges requests to b (default: nothing is limited).
 func WithBudget(b Budget) Option { return func(s *Service) { s.budget = b } }
+
+// WithPolicy is the operation policy the developer pages ask (required:
+// New fails without it, or when it has no rule for the pages).
+func WithPolicy(p *auth.Policy) Option { return func(s *Service) { s.policy = p } }
+
+// pageManageApps is the developer pages' entry in the policy
+// (x-finsvc-pages in the spec).
+const pageManageApps = "manageApps"
 
 // New builds the service. cfg.Secret must be set (config.ResolveSecret):
 // every tenant's token and CSRF keys derive from it. us is the user store
@@ -125,6 +135,12 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 	}
 	for _, o := range opts {
 		o(svc)
+	}
+	if svc.policy == nil {
+		return nil, errors.New("oauth: the operation policy is required (WithPolicy)")
+	}
+	if err := svc.policy.Require(pageManageApps); err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })
 	return svc, nil

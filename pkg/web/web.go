@@ -46,19 +46,37 @@ var style = func() []byte {
 // NavItem is an entry of the main navigation.
 type NavItem struct{ Key, Label, Path string }
 
-// navItems is the navigation a role sees. Pages still check the role
-// themselves; hiding a link is a convenience, not the rule.
-func navItems(role string) []NavItem {
-	items := []NavItem{{"webhooks", "Webhooks", "/console/webhooks"}, {"acts", "Acts", "/console/acts"}}
-	if role == auth.RoleAdmin {
-		items = append(items, NavItem{"users", "Users", "/console/users"}, NavItem{"developer", "Developer apps", "/developer/my-apps"})
+// navItems is the whole navigation, each entry with the operation (or
+// page) of the policy whose role rule shows it ("" for every user).
+var navItems = []struct {
+	NavItem
+	op string
+}{
+	{NavItem{"webhooks", "Webhooks", "/console/webhooks"}, ""},
+	{NavItem{"acts", "Acts", "/console/acts"}, ""},
+	{NavItem{"users", "Users", "/console/users"}, "listUsers"},
+	{NavItem{"developer", "Developer apps", "/developer/my-apps"}, "manageApps"},
+	{NavItem{"account", "Authorized apps", "/account/apps"}, ""},
+}
+
+// Menu is the navigation u sees under pol (Layout.Menu). Pages still ask
+// the policy themselves; hiding a link is a convenience, not the rule.
+func Menu(pol *auth.Policy, u *users.User) []NavItem {
+	if u == nil {
+		return nil
 	}
-	return append(items, NavItem{"account", "Authorized apps", "/account/apps"})
+	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
+	var out []NavItem
+	for _, it := range navItems {
+		if it.op == "" || (pol != nil && pol.Allows(p, it.op)) {
+			out = append(out, it.NavItem)
+		}
+	}
+	return out
 }
 
 var funcs = template.FuncMap{
 	"stylePath": func() string { return StylePath },
-	"navItems":  navItems,
 }
 
 // Parse parses the layout and then the page templates of pages matching
@@ -118,8 +136,9 @@ type Layout struct {
 	Tenant     string
 	User       *users.User // nil when signed out
 	LogoutCSRF string
-	Nav        string // the navigation key of the current page
-	Message    string // an error banner
+	Nav        string    // the navigation key of the current page
+	Menu       []NavItem // the navigation the user sees (Menu)
+	Message    string    // an error banner
 	Details    string
 }
 

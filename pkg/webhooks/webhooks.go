@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/webhooks/delivery"
@@ -33,8 +34,8 @@ type Service struct {
 // New builds the webhook context over d. cfg supplies the global secret
 // (Secret, resolved before), the SSRF switch (WebhookAllowPrivate, which
 // also admits http:// targets) and the attempt timeout; opts configure the
-// worker.
-func New(d *db.DB, cfg *config.Config, logger *slog.Logger, opts ...delivery.Option) (*Service, error) {
+// worker. pol is the operation policy the registry asks before a change.
+func New(d *db.DB, cfg *config.Config, logger *slog.Logger, pol *auth.Policy, opts ...delivery.Option) (*Service, error) {
 	box, err := secretbox.New(cfg.Secret)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: the global secret is not resolved (FINSVC_SECRET): %w", err)
@@ -46,7 +47,7 @@ func New(d *db.DB, cfg *config.Config, logger *slog.Logger, opts ...delivery.Opt
 	wake := w.Notifier()
 	return &Service{
 		Outbox:   &outbox.Outbox{Policy: outbox.Policy{AllowHTTP: cfg.WebhookAllowPrivate}, Notifier: wake},
-		Registry: registry.New(d, box, registry.Options{AllowPrivate: cfg.WebhookAllowPrivate, Notifier: wake}),
+		Registry: registry.New(d, box, registry.Options{Policy: pol, AllowPrivate: cfg.WebhookAllowPrivate, Notifier: wake}),
 		Worker:   w,
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -24,7 +25,7 @@ import (
 func TestNewRefusesAMissingGlobalSecret(t *testing.T) {
 	cfg := config.Default()
 	cfg.Secret = ""
-	if _, err := webhooks.New(nil, cfg, nil); err == nil || !strings.Contains(err.Error(), "FINSVC_SECRET") {
+	if _, err := webhooks.New(nil, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "FINSVC_SECRET") {
 		t.Fatalf("New without a secret: %v", err)
 	}
 }
@@ -60,7 +61,7 @@ func TestNewWiresOneContext(t *testing.T) {
 		if d.Dialect == db.Postgres {
 			_, cfg.DatabaseDirectURL = testdb.URLs(t, d) // the worker's LISTEN
 		}
-		wh, err := webhooks.New(d, cfg, testdb.Logger(), deliveryPollsNever())
+		wh, err := webhooks.New(d, cfg, testdb.Logger(), policy(t), deliveryPollsNever())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,3 +92,13 @@ func TestNewWiresOneContext(t *testing.T) {
 
 // deliveryPollsNever leaves the worker to wake-ups alone.
 func deliveryPollsNever() delivery.Option { return delivery.WithPollInterval(time.Hour) }
+
+// policy is the operation policy the service runs with (the spec's).
+func policy(t *testing.T) *auth.Policy {
+	t.Helper()
+	p, err := openapi.LoadPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

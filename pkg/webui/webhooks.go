@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
-	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/web"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
@@ -49,7 +48,7 @@ func (cs *Console) webhooks(r *req) error {
 	if err != nil {
 		return err
 	}
-	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit("updateWebhook"), Own: r.user.Role == auth.RoleMember}
+	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit("updateWebhook"), Own: registry.OwnOnly(r.p)}
 	for _, w := range ws {
 		p.Rows = append(p.Rows, row(w))
 	}
@@ -174,8 +173,8 @@ func (cs *Console) redeliver(r *req) error {
 	return cs.done(r, webhookPath(id), flash{Notice: "Delivery " + did.String() + " was queued again."})
 }
 
-// permitOr403 is the API's role rule for the operation; the domain call
-// checks it too (viewers cannot change registrations), this names it.
+// permitOr403 is the policy's role rule for the operation; the registry
+// asks the policy too, this names the refusal on the page.
 func (cs *Console) permitOr403(r *req, operationID string) error {
 	if !r.permit(operationID) {
 		return apperr.E(apperr.Forbidden, "Your role ("+r.user.Role+") cannot do this.")

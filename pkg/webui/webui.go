@@ -2,7 +2,8 @@
 // host for signed-in users (webhooks and their deliveries, the fetch
 // requests of an act, users). It translates forms to the same domain calls
 // the JSON API makes (pkg/webhooks/registry, pkg/acts, pkg/users), under
-// the same role table (httpapi.PermitRole), and decides nothing itself:
+// the same operation policy (auth.Policy, the role half: a signed-in user
+// acts with their role and no app's scopes), and decides nothing itself:
 // visibility, ownership and every other rule stay in the domain.
 //
 // Sessions, CSRF tokens and the one-time display of secrets are pkg/oauth's
@@ -13,6 +14,7 @@ package webui
 import (
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -27,7 +29,6 @@ import (
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/httpapi"
 	"github.com/finsvc/finsvc/pkg/page"
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -55,6 +56,15 @@ type Deps struct {
 	Acts     *acts.Store
 	Users    *users.Store
 	Logger   *slog.Logger
+	// Policy is the operation policy the pages ask, the API's.
+	Policy *auth.Policy
+}
+
+// operations are the API operations whose rule the pages ask for: New
+// fails when the policy lacks one.
+var operations = []string{
+	"getFetchRequest", "listUsers", "createUser", "updateUser", "deleteUser",
+	"updateWebhook", "deleteWebhook", "testWebhook", "rotateWebhookSecret", "redeliverWebhookDelivery",
 }
 
 // Console serves the console pages.
@@ -65,8 +75,11 @@ type Console struct {
 
 // New parses the pages; it fails when a dependency is missing.
 func New(d Deps) (*Console, error) {
-	if d.Sessions == nil || d.Webhooks == nil || d.Acts == nil || d.Users == nil || d.Logger == nil {
+	if d.Sessions == nil || d.Webhooks == nil || d.Acts == nil || d.Users == nil || d.Logger == nil || d.Policy == nil {
 		return nil, errors.New("webui: every dependency is required (pkg/app builds them)")
+	}
+	if err := d.Policy.Require(operations...); err != nil {
+		return nil, fmt.Errorf("webui: %w", err)
 	}
 	t, err := web.Parse(templateFS, "templates/*.html")
 	if err != nil {
@@ -105,6 +118,7 @@ type req struct {
 	echo.Context
 	user *users.User
 	p    *auth.Principal
+	pol  *auth.Policy
 }
 
 type handler func(r *req) error
@@ -123,7 +137,7 @@ func (cs *Console) handle(h handler) echo.HandlerFunc {
 			}
 			return c.Redirect(http.StatusFound, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 		}
-		r := &req{Context: c, user: u, p: &auth.Principal{TenantID: tenant.ID(c.Request().Context()), UserID: u.ID, Role: u.Role}}
+		r := &req{Context: c, user: u, p: &auth.Principal{TenantID: tenant.ID(c.Request().Context()), UserID: u.ID, Role: u.Role}, pol: cs.d.Policy}
 		if err := h(r); err != nil {
 			return cs.fail(c, u, err)
 		}
@@ -142,8 +156,8 @@ func (cs *Console) post(h handler) handler {
 	}
 }
 
-// permit is the API's role rule for operationID (httpapi.PermitRole).
-func (r *req) permit(operationID string) bool { return httpapi.PermitRole(r.p, operationID) == nil }
+// permit is the policy's role rule for operationID, an API operation.
+func (r *req) permit(operationID string) bool { return r.pol.Allows(r.p, operationID) }
 
 // fail answers a domain error with a page: another tenant's or an invisible
 // id is a 404, a refused role a 403, an outage a 503; anything else is
@@ -179,6 +193,7 @@ func (cs *Console) render(c echo.Context, status int, name string, v *view) erro
 	v.Tenant = tenant.MustFromContext(c.Request().Context()).Slug
 	if v.User != nil {
 		v.LogoutCSRF = cs.d.Sessions.LogoutToken(c)
+		v.Menu = web.Menu(cs.d.Policy, v.User)
 		v.CSRF = cs.d.Sessions.FormToken(c, formPurpose)
 	}
 	return web.Render(c, cs.pages, status, name, v)

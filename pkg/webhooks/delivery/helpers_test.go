@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -78,7 +79,7 @@ func newFixture(t testing.TB, d *db.DB) *fixture {
 		_, cfg.DatabaseDirectURL = testdb.URLs(t, d)
 	}
 	return &fixture{t: t, db: d, ctx: ctx, tid: tn.ID, userID: uid, cfg: cfg,
-		store: registry.New(d, box, registry.Options{AllowPrivate: true})}
+		store: registry.New(d, box, registry.Options{Policy: testPolicy(t), AllowPrivate: true})}
 }
 
 func (f *fixture) register(event, target string) (*registry.Webhook, string) {
@@ -261,4 +262,14 @@ func intp(p *int) string {
 // owner is the member that registers the fixture's webhooks.
 func (f *fixture) owner() *auth.Principal {
 	return &auth.Principal{TenantID: f.tid, UserID: f.userID, Role: "member", ClientID: "app"}
+}
+
+// testPolicy is the operation policy the service runs with (the spec's).
+func testPolicy(t testing.TB) *auth.Policy {
+	t.Helper()
+	p, err := openapi.LoadPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

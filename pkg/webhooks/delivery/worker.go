@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,8 +77,9 @@ const (
 // Outcome of one claimed delivery, as reported to an Observer.
 type Outcome string
 
-// Outcomes. Attempted ones also carry the HTTP status, if any. The first
-// five match the labels of finsvc_webhook_deliveries_total (pkg/metrics).
+// Outcomes. Attempted ones also carry the HTTP status, if any. Counted
+// lists those that end an attempt (the labels of pkg/metrics'
+// finsvc_webhook_deliveries_total); Released and LeaseLost do not.
 const (
 	Succeeded Outcome = "succeeded" // 2xx
 	Retrying  Outcome = "retry"     // failed attempt, another is scheduled
@@ -87,6 +89,12 @@ const (
 	Released  Outcome = "released"  // aborted by Stop; the lease was handed back
 	LeaseLost Outcome = "lease_lost"
 )
+
+// Counted are the outcomes of an attempt, each counted once per attempt.
+var Counted = []Outcome{Succeeded, Retrying, Failed, Disabled, Cancelled}
+
+// IsCounted reports whether o is one of Counted.
+func (o Outcome) IsCounted() bool { return slices.Contains(Counted, o) }
 
 // Result describes what happened to one claimed delivery.
 type Result struct {

@@ -68,6 +68,7 @@ func (Webhook) TableName() string { return "webhooks" }
 // Store is the registration store.
 type Store struct {
 	db           *db.DB
+	policy       *auth.Policy
 	box          *secretbox.Box
 	allowPrivate bool
 	notifier     outbox.Notifier
@@ -77,6 +78,10 @@ type Store struct {
 
 // Options configures a Store.
 type Options struct {
+	// Policy is the operation policy (auth.Policy), which decides whether
+	// the caller's role may change registrations at all; without one,
+	// every change is refused.
+	Policy *auth.Policy
 	// AllowPrivate admits http:// and private-address targets
 	// (FINSVC_WEBHOOK_ALLOW_PRIVATE; tests and demo only).
 	AllowPrivate bool
@@ -95,7 +100,7 @@ func New(d *db.DB, box *secretbox.Box, o Options) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: d, box: box, allowPrivate: o.AllowPrivate, notifier: o.Notifier, now: now, lookup: o.Lookup}
+	return &Store{db: d, policy: o.Policy, box: box, allowPrivate: o.AllowPrivate, notifier: o.Notifier, now: now, lookup: o.Lookup}
 }
 
 // resolveTimeout bounds the registration-time lookup of a target's name.
@@ -157,6 +162,9 @@ func OpenSecrets(box *secretbox.Box, w *Webhook, now time.Time) ([]string, error
 // registration with its new secret, shown only now.
 func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target string) (w *Webhook, secret string, err error) {
 	defer apperr.Wrap(&err, "registry.Create")
+	if err := s.mayChange(p, "createWebhook"); err != nil {
+		return nil, "", err
+	}
 	fe := apperr.FieldErrors{}
 	if !outbox.ValidKind(event) {
 		fe.Add("event", fmt.Sprintf("must be one of %v", outbox.Kinds))
@@ -208,11 +216,20 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 //   - a member sees and manages only the registrations it created (a
 //     registration's target receives the tenant's data and its secret signs
 //     for it: a member must not redirect or take over an admin's);
-//   - a viewer sees every registration and changes none (the role table of
-//     the API refuses its changes with 403 before they get here).
+//   - a viewer sees every registration.
+//
+// Whether a role may change registrations at all is the operation policy's
+// decision (auth.Policy, asked by mayChange), not this package's.
 //
 // A registration the caller may not see is NotFound, exactly like another
 // tenant's, so its existence is not revealed.
+
+// OwnOnly reports whether p sees only the registrations it created (the
+// console says so on its list).
+func OwnOnly(p *auth.Principal) bool {
+	_, only := ownOnly(p)
+	return only
+}
 
 // ownOnly reports whether p sees only the registrations it created, and
 // as which user. A missing or unknown caller sees only what user 0 created:
@@ -236,12 +253,14 @@ func visible(ctx context.Context, q *gorm.DB, p *auth.Principal) *gorm.DB {
 	return q
 }
 
-// mayChange reports whether p may change registrations it can see.
-func mayChange(p *auth.Principal) error {
-	if p == nil || (p.Role != auth.RoleAdmin && p.Role != auth.RoleMember) {
-		return apperr.E(apperr.Forbidden, "Your role cannot change webhook registrations.")
+// mayChange asks the operation policy whether p's role allows op (the API
+// operation of the change), so that a caller other than the API's
+// authorizer cannot skip it.
+func (s *Store) mayChange(p *auth.Principal, op string) error {
+	if s.policy == nil {
+		return apperr.E(apperr.Forbidden, "webhook registrations cannot be changed: the registry has no operation policy")
 	}
-	return nil
+	return s.policy.PermitRole(p, op)
 }
 
 // List returns a page of the registrations p may see, oldest first.
@@ -283,7 +302,7 @@ func (s *Store) get(ctx context.Context, q *gorm.DB, p *auth.Principal, id int64
 // registration's pending deliveries; activating clears disabled_reason.
 func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, target *string, active *bool) (w *Webhook, err error) {
 	defer apperr.Wrap(&err, "registry.Update(%d)", id)
-	if err := mayChange(p); err != nil {
+	if err := s.mayChange(p, "updateWebhook"); err != nil {
 		return nil, err
 	}
 	if target != nil {
@@ -344,7 +363,7 @@ func Disable(tx *gorm.DB, tenantID, id int64, reason string, now time.Time) erro
 // log belongs to the registration), which cancels every pending one.
 func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err error) {
 	defer apperr.Wrap(&err, "registry.Delete(%d)", id)
-	if err := mayChange(p); err != nil {
+	if err := s.mayChange(p, "deleteWebhook"); err != nil {
 		return err
 	}
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -370,7 +389,7 @@ func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err er
 // is dropped (only two secrets ever sign).
 func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64) (w *Webhook, secret string, err error) {
 	defer apperr.Wrap(&err, "registry.Rotate(%d)", id)
-	if err := mayChange(p); err != nil {
+	if err := s.mayChange(p, "rotateWebhookSecret"); err != nil {
 		return nil, "", err
 	}
 	secret, err = sign.NewSecret()
@@ -462,7 +481,7 @@ const TestMessage = "A test event from finsvc: your endpoint received and can ve
 // change the registration, and it must be active.
 func (s *Store) Test(ctx context.Context, p *auth.Principal, webhookID int64) (d *Delivery, err error) {
 	defer apperr.Wrap(&err, "registry.Test(%d)", webhookID)
-	return s.queue(ctx, p, webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
+	return s.queue(ctx, p, "testWebhook", webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
 		if !w.Active {
 			return "", apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before testing.").
 				WithField("active", "the registration is inactive")
@@ -477,7 +496,7 @@ func (s *Store) Test(ctx context.Context, p *auth.Principal, webhookID int64) (d
 // an inactive registration, is refused with 400.
 func (s *Store) Redeliver(ctx context.Context, p *auth.Principal, webhookID int64, deliveryID uuid.UUID) (d *Delivery, err error) {
 	defer apperr.Wrap(&err, "registry.Redeliver(%d, %s)", webhookID, deliveryID)
-	return s.queue(ctx, p, webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
+	return s.queue(ctx, p, "redeliverWebhookDelivery", webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
 		// Not locked (a view over two tables cannot be): the registration
 		// is, which serializes redeliveries, and Requeue leaves a delivery
 		// that a worker has claimed since alone.
@@ -504,8 +523,8 @@ func (s *Store) Redeliver(ctx context.Context, p *auth.Principal, webhookID int6
 // the registration, which stays locked while fn queues a delivery and
 // returns its id; the delivery is read back, and the workers are woken
 // once it has committed.
-func (s *Store) queue(ctx context.Context, p *auth.Principal, webhookID int64, fn func(tx *gorm.DB, w *Webhook, now time.Time) (string, error)) (*Delivery, error) {
-	if err := mayChange(p); err != nil {
+func (s *Store) queue(ctx context.Context, p *auth.Principal, op string, webhookID int64, fn func(tx *gorm.DB, w *Webhook, now time.Time) (string, error)) (*Delivery, error) {
+	if err := s.mayChange(p, op); err != nil {
 		return nil, err
 	}
 	now := s.clock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -51,7 +52,7 @@ func TestRegistrationRefusesNamesThatResolveToBlockedAddresses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := registry.New(d, box, registry.Options{Lookup: fakeDNS})
+		reg := registry.New(d, box, registry.Options{Policy: testPolicy(t), Lookup: fakeDNS})
 
 		for _, target := range []string{
 			"https://sneaky.example.com/hook", "https://Sneaky.Example.COM./hook",
@@ -93,4 +94,14 @@ func TestRegistrationRefusesNamesThatResolveToBlockedAddresses(t *testing.T) {
 			t.Fatalf("Update = %+v, %v", got, err)
 		}
 	})
+}
+
+// testPolicy is the operation policy the service runs with (the spec's).
+func testPolicy(t testing.TB) *auth.Policy {
+	t.Helper()
+	p, err := openapi.LoadPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
