@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/oauth/store"
 	"github.com/finsvc/finsvc/pkg/testdb"
 )
 
@@ -124,4 +126,101 @@ func nonLoopbackIPs(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// `finsvc app rotate` keeps the replaced secret, as a digest, for
+// --overlap (24 h by default; now: none), and `app end-overlap` drops it.
+func TestAppRotate(t *testing.T) {
+	eachDialect(t, func(t *testing.T, env map[string]string) {
+		if r := exec(t, env, "tenant", "create", "acme"); r.code != 0 {
+			t.Fatalf("tenant create: %+v", r)
+		}
+		r := exec(t, env, "app", "create", "--tenant", "acme", "--name", "ERP", "--redirect-uri", "https://erp.example.com/cb", "--json")
+		var app struct {
+			ClientID     string     `json:"client_id"`
+			ClientSecret string     `json:"client_secret"`
+			Until        *time.Time `json:"previous_secret_expires_at"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &app) != nil {
+			t.Fatalf("app create: %+v", r)
+		}
+		stored := func() store.Client {
+			t.Helper()
+			d, err := openForTest(t, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			var c store.Client
+			if err := d.Where("id = ?", app.ClientID).Take(&c).Error; err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		rotate := func(args ...string) (secret string, until *time.Time) {
+			t.Helper()
+			r := exec(t, env, append([]string{"app", "rotate", "--tenant", "acme", "--app", app.ClientID, "--json"}, args...)...)
+			var out struct {
+				ClientSecret string     `json:"client_secret"`
+				Until        *time.Time `json:"previous_secret_expires_at"`
+			}
+			if r.code != 0 || json.Unmarshal([]byte(r.stdout), &out) != nil || len(out.ClientSecret) != 43 {
+				t.Fatalf("app rotate %v: %+v", args, r)
+			}
+			return out.ClientSecret, out.Until
+		}
+
+		first := app.ClientSecret
+		second, until := rotate()
+		if until == nil || time.Until(*until) < 23*time.Hour+59*time.Minute || time.Until(*until) > 24*time.Hour {
+			t.Errorf("default window ends at %v, want in 24 h", until)
+		}
+		c := stored()
+		if c.SecretHash != store.HashSecret(second) || c.PreviousSecretHash != store.HashSecret(first) || c.PreviousSecretUntil(time.Now()) == nil {
+			t.Errorf("after rotate: %+v", c)
+		}
+		if got := c.PreviousSecretUntil(time.Now().Add(25 * time.Hour)); got != nil {
+			t.Errorf("the old secret is still valid after 25 h: %v", got)
+		}
+		third, until := rotate("--overlap", "90m")
+		if c := stored(); until == nil || time.Until(*until) > 90*time.Minute || c.PreviousSecretHash != store.HashSecret(second) || c.SecretHash != store.HashSecret(third) {
+			t.Errorf("--overlap 90m: until %v, stored %+v", until, c)
+		}
+		if r := exec(t, env, "app", "end-overlap", "--tenant", "acme", "--app", app.ClientID); r.code != 0 || !strings.Contains(r.stdout, "no longer works") {
+			t.Errorf("end-overlap: %+v", r)
+		}
+		if c := stored(); c.PreviousSecretHash != "" || c.PreviousSecretUntil(time.Now()) != nil {
+			t.Errorf("after end-overlap: %+v", c)
+		}
+		fourth, until := rotate("--overlap", "now")
+		if c := stored(); until != nil || c.PreviousSecretHash != "" || c.SecretHash != store.HashSecret(fourth) {
+			t.Errorf("--overlap now: until %v, stored %+v", until, c)
+		}
+		r = exec(t, env, "app", "rotate", "--tenant", "acme", "--app", app.ClientID)
+		if r.code != 0 || !strings.Contains(r.stdout, "client secret: ") || !strings.Contains(r.stdout, "keeps working until ") {
+			t.Errorf("text output: %+v", r)
+		}
+		for _, tc := range []struct {
+			args []string
+			code int
+			msg  string
+		}{
+			{[]string{"rotate", "--tenant", "acme"}, 2, "--app is required"},
+			{[]string{"rotate", "--app", app.ClientID}, 2, "--tenant is required"},
+			{[]string{"rotate", "--tenant", "acme", "--app", app.ClientID, "--overlap", "721h"}, 2, "--overlap"},
+			{[]string{"rotate", "--tenant", "acme", "--app", app.ClientID, "--overlap", "soon"}, 2, "--overlap"},
+			{[]string{"rotate", "--tenant", "acme", "--app", "app_nope"}, 1, "app not found"},
+			{[]string{"end-overlap", "--tenant", "acme", "--app", "app_nope"}, 1, "app not found"},
+		} {
+			r := exec(t, env, append([]string{"app"}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("app %v: %+v, want exit %d with %q", tc.args, r, tc.code, tc.msg)
+			}
+		}
+	})
+}
+
+// openForTest opens the database the CLI environment env points at.
+func openForTest(t *testing.T, env map[string]string) (*db.DB, error) {
+	return db.Open(t.Context(), env["FINSVC_DATABASE_URL"], env["FINSVC_DATA_DIR"], testdb.Logger())
 }

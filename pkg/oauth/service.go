@@ -127,6 +127,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 		o(svc)
 	}
 	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })
+	st.SetClock(func() time.Time { return svc.now() })
 	return svc, nil
 }
 
