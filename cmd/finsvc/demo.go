@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strconv"
 
 	"github.com/finsvc/finsvc/pkg/app"
 	"github.com/finsvc/finsvc/pkg/demo"
@@ -31,6 +33,11 @@ prints how to log in and writes the details to <data>/demo.json:
 redirect_uri}. base_url carries the port actually bound (--addr 127.0.0.1:0
 picks a free one).
 
+Without --addr the demo listens on loopback only, 127.0.0.1 and [::1], on the
+port of FINSVC_ADDR (default 8080): it prints the admin password and accepts
+private webhook targets. Listening on other interfaces takes an explicit
+--addr (for example --addr :8080).
+
 Without --data the database lives in a new temporary directory that is removed
 on exit. Webhook targets on private addresses and http:// are allowed.`)
 	}
@@ -41,12 +48,26 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	dataGiven := false
+	dataGiven, addrGiven := false, false
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "data" {
+		switch f.Name {
+		case "data":
 			dataGiven = true
+		case "addr":
+			addrGiven = true
 		}
 	})
+	// The demo prints an admin password and accepts private webhook
+	// targets: without --addr it listens on loopback only, whatever the
+	// host of FINSVC_ADDR (its port is kept).
+	loopback := !addrGiven
+	if loopback {
+		_, port, err := net.SplitHostPort(cfg.Addr)
+		if err != nil {
+			return usagef("FINSVC_ADDR %q: %v", cfg.Addr, err)
+		}
+		cfg.Addr = net.JoinHostPort("127.0.0.1", port)
+	}
 	// The demo is SQLite by definition, and always migrated.
 	cfg.DatabaseURL, cfg.NoMigrate, cfg.WebhookAllowPrivate = "", false, true
 	if !dataGiven {
@@ -69,6 +90,12 @@ on exit. Webhook targets on private addresses and http:// are allowed.`)
 	}
 	defer srv.Close()
 	cfg.Addr = srv.Addr().String()
+	if loopback {
+		// IPv6 loopback too, on the same port, where the host has it.
+		if err := srv.Also(net.JoinHostPort("::1", strconv.Itoa(srv.Addr().Port))); err != nil {
+			logger.Debug("demo: no IPv6 loopback", "error", err)
+		}
+	}
 
 	base, err := demo.BaseURL(cfg, demo.TenantSlug)
 	if err != nil {

@@ -151,7 +151,7 @@ func TestTenantAndUserCreate(t *testing.T) {
 	if r.code != 0 || m == nil || !strings.Contains(r.stdout, "created user 1 alice@acme.io (admin) in tenant acme") {
 		t.Fatalf("user create: %+v", r)
 	}
-	r = exec(t, env, "user", "create", "--tenant", "acme", "--email", "bob@acme.io", "--role", "viewer", "--password", "given-password", "--json")
+	r = exec(t, env, "user", "create", "--tenant", "acme", "--email", "bob@acme.io", "--role", "viewer", "--password", "cantaloupe in a red wheelbarrow", "--json")
 	var u struct {
 		ID       int64
 		Password string

@@ -25,11 +25,11 @@ func runUserCreate(ctx context.Context, c *cli, args []string) error {
 	email := fs.String("email", "", "email address, the login (required)")
 	role := fs.String("role", "", "role: admin, member or viewer (required)")
 	name := fs.String("name", "", "display name")
-	password := fs.String("password", "", "password (default: generate one and print it)")
+	password := fs.String("password", "", "password: at least 12 characters, not common, not built from the email or the organization's name (default: generate a one-time password and print it)")
 	asJSON := fs.Bool("json", false, "print {id, tenant, email, name, role, password} as JSON")
 	usage := func(w io.Writer) {
 		printFlags(w, fs, "finsvc user create --tenant T --email E --role R [flags]",
-			"Creates a user in a tenant. Without --password a random password is\ngenerated and printed (it is stored only as an argon2id hash).")
+			"Creates a user in a tenant. Without --password a random one-time password is\ngenerated and printed (it is stored only as an argon2id hash). A chosen\npassword must pass the password policy (README, Security).")
 	}
 	pos, err := parse(c, fs, args, usage)
 	if err != nil {
@@ -51,14 +51,11 @@ func runUserCreate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer d.Close()
-	pw, generated := *password, false
-	if pw == "" {
-		pw, generated = users.GeneratePassword(), true
-	}
-	u, err := users.NewStore(d).Create(tenant.NewContext(ctx, t), *email, *name, *role, pw)
+	u, pw, err := users.NewStore(d).CreateWithPassword(tenant.NewContext(ctx, t), *email, *name, *role, *password)
 	if err != nil {
 		return err
 	}
+	generated := pw != ""
 	if *asJSON {
 		out := struct {
 			ID       int64  `json:"id"`

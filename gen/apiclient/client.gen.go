@@ -444,7 +444,9 @@ type ClientInterface interface {
 	// CreateUserWithBody Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -454,7 +456,9 @@ type ClientInterface interface {
 	// CreateUser Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1437,7 +1441,9 @@ func (c *APIClient) ListUsers(ctx context.Context, params *ListUsersParams, reqE
 // CreateUserWithBody Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1457,7 +1463,9 @@ func (c *APIClient) CreateUserWithBody(ctx context.Context, params *CreateUserPa
 // CreateUser Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4946,7 +4954,9 @@ type ClientWithResponsesInterface interface {
 	// CreateUserWithBodyWithResponse Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4956,7 +4966,9 @@ type ClientWithResponsesInterface interface {
 	// CreateUserWithResponse Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14159,7 +14171,9 @@ func (c *ClientWithResponses) ListUsersWithResponse(ctx context.Context, params 
 // CreateUserWithBodyWithResponse Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14175,7 +14189,9 @@ func (c *ClientWithResponses) CreateUserWithBodyWithResponse(ctx context.Context
 // CreateUserWithResponse Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -1621,7 +1621,13 @@ type UserCreate struct {
 	// Name Display name.
 	Name *string `json:"name,omitempty"`
 
-	// Password The initial password (8 to 1024 characters); omit it to have one generated.
+	// Password The initial password; omit it to have a one-time password generated. The password policy: 12 to 1,024
+	// characters (Unicode code points; `minLength` stays 8 for compatibility with 1.0, and a password of 8 to 11
+	// characters is refused by the policy), any characters, spaces included, and no rules about character
+	// classes. A password that is common or guessable (it appears in lists of leaked passwords, or is a
+	// repetition, a sequence or a keyboard pattern), or that is built from the user's email address or the
+	// organization's name, is refused with 400 and `errors.password` saying why. A few unrelated words make a
+	// good password.
 	Password *string `json:"password,omitempty"`
 
 	// Role `viewer` reads; `member` also writes clients and acts and registers webhooks; `admin` does everything.

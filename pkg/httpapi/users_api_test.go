@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,12 +34,12 @@ func TestUsersAPI(t *testing.T) {
 			t.Fatalf("sign-in with the one-time password: %v", err)
 		}
 		var given models.UserCreated
-		acme.Do("POST", "/api/1.0/users", admin, map[string]any{"email": "kari@acme.example.com", "role": "viewer", "password": "a long passphrase"}).
+		acme.Do("POST", "/api/1.0/users", admin, map[string]any{"email": "kari@acme.example.com", "role": "viewer", "password": "cantaloupe in a red wheelbarrow"}).
 			Status(t, http.StatusCreated).Decode(t, &given)
 		if given.OneTimePassword != nil {
 			t.Fatalf("a password was generated beside the given one")
 		}
-		if _, err := store.Authenticate(acme.Ctx, "kari@acme.example.com", "a long passphrase"); err != nil {
+		if _, err := store.Authenticate(acme.Ctx, "kari@acme.example.com", "cantaloupe in a red wheelbarrow"); err != nil {
 			t.Fatalf("sign-in with the given password: %v", err)
 		}
 		acme.Do("POST", "/api/1.0/users", admin, map[string]any{"email": "OLA@acme.example.com", "role": "member"}).Status(t, http.StatusConflict)
@@ -120,6 +121,36 @@ func TestLastAdminRace(t *testing.T) {
 			if admins != 1 || failed != 1 {
 				t.Fatalf("round %d: %d admins left, errors %v; want 1 admin and one refusal", round, admins, errs)
 			}
+		}
+	})
+}
+
+// The password policy on POST /users: common, short and personal passwords
+// are refused with errors.password saying why; a passphrase is taken.
+func TestUsersAPIPasswordPolicy(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		acme := env.Tenant("acme")
+		admin := acme.Token(acme.User(auth.RoleAdmin), auth.ScopeUsersWrite)
+		for _, tc := range []struct{ password, why string }{
+			{"password", "at least 12 characters"},
+			{"12345678", "at least 12 characters"},
+			{"        ", "at least 12 characters"},
+			{"password1234", "commonly used password"},
+			{"Qwerty123456", "commonly used password"},
+			{"acme-2024-acme", "organization's name"},
+			{"kari.nordmann1", "email address"},
+		} {
+			resp := acme.Do("POST", "/api/1.0/users", admin, map[string]any{"email": "kari.nordmann@acme.example.com", "role": "member", "password": tc.password})
+			resp.Status(t, http.StatusBadRequest)
+			if msgs := resp.Err(t).Errors["password"]; len(msgs) != 1 || !strings.Contains(msgs[0], tc.why) {
+				t.Errorf("%q: errors.password = %q, want %q", tc.password, msgs, tc.why)
+			}
+		}
+		var created models.UserCreated
+		acme.Do("POST", "/api/1.0/users", admin, map[string]any{"email": "kari.nordmann@acme.example.com", "role": "member", "password": "cantaloupe in a red wheelbarrow"}).
+			Status(t, http.StatusCreated).Decode(t, &created)
+		if created.OneTimePassword != nil || created.User.Email != "kari.nordmann@acme.example.com" {
+			t.Errorf("created %+v", created)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
@@ -179,19 +180,85 @@ func ListApps(ctx context.Context, d *db.DB) ([]App, error) {
 	return apps, nil
 }
 
-// RotateSecret gives the app a new secret and returns it (shown once).
-// The old secret stops working at once; issued tokens stay valid.
-func RotateSecret(ctx context.Context, d *db.DB, clientID string) (string, error) {
-	secret := NewSecret()
-	res := tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", clientID).
-		Updates(map[string]any{"secret_hash": store.HashSecret(secret), "updated_at": d.NowFunc()})
+// Secret rotation windows: how long the replaced secret keeps working
+// after a rotation (0: it stops at once, for a leaked secret).
+const (
+	DefaultSecretOverlap = 24 * time.Hour
+	MaxSecretOverlap     = 30 * 24 * time.Hour
+)
+
+// RotateSecret gives the app a new secret and returns it (shown once). The
+// secret it replaces keeps working for overlap, so that running
+// integrations can switch without an outage, and previousUntil says until
+// when (nil when overlap is 0: it stops at once). Only one previous secret
+// is kept: a second rotation within the window ends the first one's.
+// Issued tokens stay valid either way.
+func RotateSecret(ctx context.Context, d *db.DB, clientID string, overlap time.Duration) (secret string, previousUntil *time.Time, err error) {
+	if overlap < 0 || overlap > MaxSecretOverlap {
+		return "", nil, apperr.E(apperr.Invalid, "invalid rotation").
+			WithField("overlap", fmt.Sprintf("must be between 0 (now) and %s", formatOverlap(MaxSecretOverlap)))
+	}
+	now := d.NowFunc()
+	secret = NewSecret()
+	set := map[string]any{
+		"secret_hash": store.HashSecret(secret), "updated_at": now,
+		"previous_secret_hash": "", "previous_secret_expires_at": nil,
+	}
+	if overlap > 0 {
+		until := now.Add(overlap)
+		previousUntil = &until
+		// SET reads the row as it was: the current secret becomes the
+		// previous one.
+		set["previous_secret_hash"], set["previous_secret_expires_at"] = gorm.Expr("secret_hash"), until
+	}
+	res := tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", clientID).Updates(set)
 	if res.Error != nil {
-		return "", fmt.Errorf("oauth: rotate secret: %w", res.Error)
+		return "", nil, fmt.Errorf("oauth: rotate secret: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return "", apperr.E(apperr.NotFound, "app not found")
+		return "", nil, apperr.E(apperr.NotFound, "app not found")
 	}
-	return secret, nil
+	return secret, previousUntil, nil
+}
+
+// EndSecretOverlap makes the app's previous secret stop working now (a
+// rotation's window ended early, when the old secret may have leaked or
+// every integration has switched). Without one it changes nothing.
+func EndSecretOverlap(ctx context.Context, d *db.DB, clientID string) error {
+	res := tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", clientID).
+		Updates(map[string]any{"previous_secret_hash": "", "previous_secret_expires_at": nil, "updated_at": d.NowFunc()})
+	if res.Error != nil {
+		return fmt.Errorf("oauth: end secret overlap: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return apperr.E(apperr.NotFound, "app not found")
+	}
+	return nil
+}
+
+// ParseOverlap reads a rotation window as the forms and the CLI give it:
+// "now" or "0" for none, else a Go duration ("24h", "90m").
+func ParseOverlap(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DefaultSecretOverlap, nil
+	}
+	if s == "now" || s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > MaxSecretOverlap {
+		return 0, apperr.E(apperr.Invalid, "invalid rotation").
+			WithField("overlap", fmt.Sprintf("must be \"now\" or a duration up to %s, such as 24h", formatOverlap(MaxSecretOverlap)))
+	}
+	return d, nil
+}
+
+func formatOverlap(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd (%s)", d/(24*time.Hour), d)
+	}
+	return d.String()
 }
 
 // DeleteApp deletes the app; its codes, tokens and consents go with it
@@ -234,6 +301,7 @@ func EnsureApp(ctx context.Context, d *db.DB, name string, redirectURIs, scopes 
 	secret = NewSecret()
 	err = tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", existing.ID).Updates(map[string]any{
 		"secret_hash": store.HashSecret(secret), "redirect_uris": string(uj), "scopes": strings.Join(scs, " "), "updated_at": d.NowFunc(),
+		"previous_secret_hash": "", "previous_secret_expires_at": nil,
 	}).Error
 	if err != nil {
 		return "", "", fmt.Errorf("oauth: update app: %w", err)

@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/finsvc/finsvc/pkg/apperr"
 	"github.com/finsvc/finsvc/pkg/db"
@@ -69,7 +70,7 @@ func TestEnsureAppAndTenantIsolation(t *testing.T) {
 		if apps, _ := oauth.ListApps(b, d); len(apps) != 0 {
 			t.Fatalf("tenant B lists %d apps", len(apps))
 		}
-		if _, err := oauth.RotateSecret(b, d, id1); !apperr.Is(err, apperr.NotFound) {
+		if _, _, err := oauth.RotateSecret(b, d, id1, time.Hour); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("rotate from B: %v", err)
 		}
 		if err := oauth.DeleteApp(b, d, id1); !apperr.Is(err, apperr.NotFound) {

@@ -52,6 +52,7 @@ func (s *Service) Routes(e *echo.Echo) {
 	e.GET("/developer/my-apps", page(s.handleApps))
 	e.POST("/developer/my-apps", page(s.handleCreateApp))
 	e.POST("/developer/my-apps/:id/rotate", page(s.handleRotateApp))
+	e.POST("/developer/my-apps/:id/end-overlap", page(s.handleEndOverlap))
 	e.POST("/developer/my-apps/:id/delete", page(s.handleDeleteApp))
 	e.GET("/account/apps", page(s.handleAccount))
 	e.GET("/", s.handleRoot)
@@ -105,13 +106,37 @@ type page struct {
 	Apps      []store.Client
 	AllScopes []scopeItem
 	Created   *createdApp
+	Overlaps  []overlapChoice
+	Now       time.Time
 	// account
 	Authorized []store.AuthorizedApp
 }
 
 type param struct{ Name, Value string }
 
-type createdApp struct{ Name, ClientID, Secret string }
+// createdApp is the secret a registration or rotation shows once; after a
+// rotation, PreviousUntil is when the replaced secret stops working (nil:
+// it already has).
+type createdApp struct {
+	Name, ClientID, Secret string
+	Rotated                bool
+	PreviousUntil          *time.Time
+}
+
+// overlapChoice is an option of the rotation form's window.
+type overlapChoice struct {
+	Value, Label string
+	Default      bool
+}
+
+// overlapChoices are the rotation windows the developer page offers
+// (ParseOverlap reads them).
+var overlapChoices = []overlapChoice{
+	{"now", "now (the old secret leaked)", false},
+	{"1h", "1 hour", false},
+	{"24h", "24 hours", true},
+	{"168h", "7 days", false},
+}
 
 func (s *Service) render(c echo.Context, status int, name string, p *page) error {
 	ctx := c.Request().Context()
@@ -273,6 +298,8 @@ func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string
 		Apps:      apps,
 		AllScopes: describeScopes(auth.AllScopes),
 		Created:   created,
+		Overlaps:  overlapChoices,
+		Now:       s.now(),
 		CSRF:      s.csrfToken(ctx, s.csrfSeed(c), "developer", ""),
 	})
 }
@@ -349,11 +376,39 @@ func (s *Service) handleRotateApp(c echo.Context) error {
 	if err != nil {
 		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
 	}
-	secret, err := RotateSecret(ctx, s.db, id)
+	overlap, err := ParseOverlap(c.FormValue("overlap"))
+	if err != nil {
+		return s.appsPage(c, u, http.StatusBadRequest, describe(err), nil)
+	}
+	secret, until, err := RotateSecret(ctx, s.db, id, overlap)
 	if err != nil {
 		return err
 	}
-	return s.showSecret(c, u, &createdApp{Name: app.Name, ClientID: id, Secret: secret})
+	return s.showSecret(c, u, &createdApp{Name: app.Name, ClientID: id, Secret: secret, Rotated: true, PreviousUntil: until})
+}
+
+// handleEndOverlap is "End overlap now": the previous secret of a rotation
+// stops working at once.
+func (s *Service) handleEndOverlap(c echo.Context) error {
+	u, ok, err := s.requireAdmin(c)
+	if !ok || err != nil {
+		return err
+	}
+	if !s.checkCSRF(c, "developer", "") {
+		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	}
+	id, ok := appID(c)
+	if !ok {
+		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
+	}
+	err = EndSecretOverlap(c.Request().Context(), s.db, id)
+	if apperr.Is(err, apperr.NotFound) {
+		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, appsPath)
 }
 
 func (s *Service) handleDeleteApp(c echo.Context) error {

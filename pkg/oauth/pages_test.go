@@ -88,8 +88,9 @@ func TestDeveloperApps(t *testing.T) {
 		if r := app.token(t, app.codeGrant(app.code(t, params)), reqStyle{}); r.Code != 200 {
 			t.Fatalf("new app exchange: %d %v", r.Code, r.Body)
 		}
-		// Rotate: new secret shown once; the old one stops working.
-		p = do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+id+"/rotate", url.Values{"csrf_token": {csrf}})
+		// Rotate with no overlap: new secret shown once; the old one stops
+		// working at once.
+		p = do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+id+"/rotate", url.Values{"csrf_token": {csrf}, "overlap": {"now"}})
 		if p.Code != http.StatusSeeOther {
 			t.Fatalf("rotate: %d", p.Code)
 		}

@@ -143,6 +143,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })
+	st.SetClock(func() time.Time { return svc.now() })
 	return svc, nil
 }
 

@@ -30,6 +30,7 @@ const (
 // Server is a bound, not yet serving, HTTP(S) server.
 type Server struct {
 	ln     net.Listener
+	also   []net.Listener // further addresses served alike (Also)
 	srv    *http.Server
 	grace  time.Duration
 	tls    bool
@@ -68,6 +69,26 @@ func Listen(cfg *config.Config, logger *slog.Logger) (*Server, error) {
 	return &Server{ln: ln, srv: srv, grace: cfg.ShutdownGrace, tls: cfg.TLS(), logger: logger}, nil
 }
 
+// Also binds addr as well, served with the same handler and TLS setting
+// (the demo's [::1] beside 127.0.0.1).
+func (s *Server) Also(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", addr, err)
+	}
+	s.also = append(s.also, ln)
+	return nil
+}
+
+// Addrs are every bound address, Addr's first.
+func (s *Server) Addrs() []*net.TCPAddr {
+	out := []*net.TCPAddr{s.Addr()}
+	for _, ln := range s.also {
+		out = append(out, ln.Addr().(*net.TCPAddr))
+	}
+	return out
+}
+
 // Addr is the bound address (with the real port when cfg.Addr used port 0).
 func (s *Server) Addr() *net.TCPAddr { return s.ln.Addr().(*net.TCPAddr) }
 
@@ -84,15 +105,20 @@ func (s *Server) OnShutdown(f func()) { s.srv.RegisterOnShutdown(f) }
 func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 	s.srv.Handler = h
 	s.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
-	errc := make(chan error, 1)
-	go func() {
-		if s.tls {
-			errc <- s.srv.ServeTLS(s.ln, "", "")
-		} else {
-			errc <- s.srv.Serve(s.ln)
-		}
-	}()
-	s.logger.Info("listening", "addr", s.Addr().String(), "tls", s.tls)
+	lns := append([]net.Listener{s.ln}, s.also...)
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() {
+			if s.tls {
+				errc <- s.srv.ServeTLS(ln, "", "")
+			} else {
+				errc <- s.srv.Serve(ln)
+			}
+		}()
+	}
+	for _, a := range s.Addrs() {
+		s.logger.Info("listening", "addr", a.String(), "tls", s.tls)
+	}
 
 	select {
 	case err := <-errc:
@@ -110,11 +136,19 @@ func (s *Server) Serve(ctx context.Context, h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("server: shutdown: %w", err)
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("server: %w", err)
+	for range lns {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("server: %w", err)
+		}
 	}
 	return nil
 }
 
-// Close releases the listener of a server that will not be served.
-func (s *Server) Close() error { return s.ln.Close() }
+// Close releases the listeners of a server that will not be served.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	for _, ln := range s.also {
+		ln.Close()
+	}
+	return err
+}

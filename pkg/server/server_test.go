@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,4 +192,51 @@ func writeSelfSigned(t *testing.T, dir string) (string, string) {
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
 	return certFile, keyFile
+}
+
+// TestAlso: a second address is served with the same handler and closed
+// at shutdown like the first.
+func TestAlso(t *testing.T) {
+	cfg := config.Default()
+	cfg.Addr = "127.0.0.1:0"
+	s, err := server.Listen(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Also("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Also("127.0.0.1:" + strconv.Itoa(s.Addr().Port)); err == nil {
+		t.Error("Also bound a port already in use")
+	}
+	addrs := s.Addrs()
+	if len(addrs) != 2 || addrs[0].Port == addrs[1].Port {
+		t.Fatalf("Addrs = %v", addrs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(ctx, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	}()
+	for _, a := range addrs {
+		resp, err := http.Get("http://" + a.String() + "/")
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" {
+			t.Errorf("%s answered %q", a, b)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	for _, a := range addrs {
+		if c, err := net.Dial("tcp", a.String()); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts after shutdown", a)
+		}
+	}
 }

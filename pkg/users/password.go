@@ -50,13 +50,6 @@ func newHasher(p HashParams) *hasher {
 	return h
 }
 
-// Password length bounds: a floor against trivial passwords, a ceiling so
-// that hashing cost cannot be driven up by huge inputs.
-const (
-	MinPasswordLen = 8
-	MaxPasswordLen = 1024
-)
-
 // hash returns an argon2id PHC string:
 // $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt b64>$<hash b64>.
 func (h *hasher) hash(password string) (string, error) {

@@ -39,7 +39,7 @@ func TestHashAndVerify(t *testing.T) {
 
 func TestGeneratePassword(t *testing.T) {
 	a, b := GeneratePassword(), GeneratePassword()
-	if a == b || len(a) != 22 || len(a) < MinPasswordLen {
+	if a == b || len(a) != 22 || len(a) < MinPasswordLen || CheckPassword(a, "a@b.example", nil) != "" {
 		t.Errorf("GeneratePassword = %q, %q", a, b)
 	}
 }

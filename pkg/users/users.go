@@ -106,16 +106,18 @@ func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSp
 // of a 56-letter alphabet, about 116 bits.
 const oneTimePasswordLen = 20
 
-// CreateWithPassword is Create for the API: when password is empty a
-// random one is generated and returned (once; only its hash is kept).
+// CreateWithPassword is Create for the API, the console and the CLI: when
+// password is empty a random one is generated and returned (once; only its
+// hash is kept). A given password must pass the policy (CheckPassword).
 func (s *Store) CreateWithPassword(ctx context.Context, email, name, role, password string) (u *User, generated string, err error) {
-	if password == "" {
+	chosen := password != ""
+	if !chosen {
 		if generated, err = randomPassword(); err != nil {
 			return nil, "", err
 		}
 		password = generated
 	}
-	u, err = s.Create(ctx, email, name, role, password)
+	u, err = s.create(ctx, email, name, role, password, chosen)
 	if err != nil {
 		return nil, "", err
 	}
@@ -248,10 +250,17 @@ func (s *Store) notLastAdmin(ctx context.Context, tx *gorm.DB, u *User) error {
 	return nil
 }
 
-// Create adds a user to the current tenant. Invalid input is apperr.Invalid
-// with field messages (email, name, role, password); an email already in use
-// in the tenant is apperr.Conflict.
-func (s *Store) Create(ctx context.Context, email, name, role, password string) (_ *User, err error) {
+// Create adds a user with a password the caller chose to the current
+// tenant. Invalid input is apperr.Invalid with field messages (email, name,
+// role, password: the password policy, CheckPassword); an email already in
+// use in the tenant is apperr.Conflict.
+func (s *Store) Create(ctx context.Context, email, name, role, password string) (*User, error) {
+	return s.create(ctx, email, name, role, password, true)
+}
+
+// create is Create; the policy applies to chosen passwords, not to the
+// generated ones (long and random, only their length is checked).
+func (s *Store) create(ctx context.Context, email, name, role, password string, chosen bool) (_ *User, err error) {
 	tid := tenant.ID(ctx)
 	defer apperr.Wrap(&err, "users.Create(tenant %d)", tid)
 	email = NormalizeEmail(email)
@@ -262,7 +271,13 @@ func (s *Store) Create(ctx context.Context, email, name, role, password string) 
 	}
 	checkName(fe, name)
 	checkRole(fe, role)
-	checkPassword(fe, password)
+	if chosen {
+		if err := s.checkPassword(ctx, fe, password, email); err != nil {
+			return nil, err
+		}
+	} else if n := utf8.RuneCountInString(password); n < MinPasswordLen || n > MaxPasswordLen {
+		fe.Add("password", fmt.Sprintf("must be %d to %d characters", MinPasswordLen, MaxPasswordLen))
+	}
 	if err := fe.Err(apperr.Invalid, "invalid user"); err != nil {
 		return nil, err
 	}
@@ -305,10 +320,31 @@ func checkRole(fe apperr.FieldErrors, role string) {
 	}
 }
 
-func checkPassword(fe apperr.FieldErrors, password string) {
-	if n := utf8.RuneCountInString(password); n < MinPasswordLen || len(password) > MaxPasswordLen {
-		fe.Add("password", fmt.Sprintf("must be %d to %d characters", MinPasswordLen, MaxPasswordLen))
+// checkPassword applies the password policy (CheckPassword) to a password
+// chosen for the account email in the current tenant.
+func (s *Store) checkPassword(ctx context.Context, fe apperr.FieldErrors, password, email string) error {
+	t, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
 	}
+	if msg := CheckPassword(password, email, t); msg != "" {
+		fe.Add("password", msg)
+	}
+	return nil
+}
+
+// tenantOf is the current tenant with its slug and name, which the
+// password policy needs (a context may carry the id alone).
+func (s *Store) tenantOf(ctx context.Context) (*tenant.Tenant, error) {
+	t := tenant.MustFromContext(ctx)
+	if t.Slug != "" {
+		return t, nil
+	}
+	var full tenant.Tenant
+	if err := s.db.DB.WithContext(ctx).Where("id = ?", t.ID).Take(&full).Error; err != nil {
+		return nil, fmt.Errorf("users: load tenant %d: %w", t.ID, err)
+	}
+	return &full, nil
 }
 
 func validateEmail(email string) string {
@@ -388,7 +424,7 @@ func (s *Store) List(ctx context.Context, pr page.Request) ([]User, int64, error
 // spends the time of one hash verification.
 func (s *Store) Authenticate(ctx context.Context, email, password string) (*User, error) {
 	fail := apperr.E(apperr.Unauthenticated, "invalid email or password")
-	if len(password) > MaxPasswordLen {
+	if utf8.RuneCountInString(password) > MaxPasswordLen {
 		return nil, fail
 	}
 	u, err := s.ByEmail(ctx, email)
@@ -424,10 +460,18 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 	return u, nil
 }
 
-// SetPassword replaces the password of user id in the current tenant.
+// SetPassword replaces the password of user id in the current tenant with
+// one the caller chose: it must pass the policy (CheckPassword;
+// apperr.Invalid on "password").
 func (s *Store) SetPassword(ctx context.Context, id int64, password string) error {
+	u, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
 	fe := apperr.FieldErrors{}
-	checkPassword(fe, password)
+	if err := s.checkPassword(ctx, fe, password, u.Email); err != nil {
+		return err
+	}
 	if err := fe.Err(apperr.Invalid, "invalid password"); err != nil {
 		return err
 	}

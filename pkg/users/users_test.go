@@ -24,7 +24,7 @@ func TestCreateGetByEmail(t *testing.T) {
 			u.CreatedAt.IsZero() || u.UpdatedAt.IsZero() || !strings.HasPrefix(u.PasswordHash, "$argon2id$v=19$") {
 			t.Errorf("Create = %+v", u)
 		}
-		u2, err := s.Create(ctx, "bob@example.com", "", "viewer", "password2")
+		u2, err := s.Create(ctx, "bob@example.com", "", "viewer", "quiet violet harbor")
 		if err != nil || u2.ID != 2 {
 			t.Fatalf("second user = %+v, %v; want id 2", u2, err)
 		}
@@ -43,12 +43,12 @@ func TestCreateGetByEmail(t *testing.T) {
 			t.Errorf("ByEmail(unknown) = %v, want NotFound", err)
 		}
 
-		_, err = s.Create(ctx, "ALICE@example.com", "", "member", "password3")
+		_, err = s.Create(ctx, "ALICE@example.com", "", "member", "brisk copper lantern")
 		if !apperr.Is(err, apperr.Conflict) || len(err.(*apperr.Error).Fields["email"]) == 0 {
 			t.Errorf("duplicate email = %v, want Conflict with field email", err)
 		}
 		// The failed create rolled back its id allocation.
-		if u3, err := s.Create(ctx, "carol@example.com", "", "member", "password3"); err != nil || u3.ID != 3 {
+		if u3, err := s.Create(ctx, "carol@example.com", "", "member", "brisk copper lantern"); err != nil || u3.ID != 3 {
 			t.Errorf("next user = %+v, %v; want id 3", u3, err)
 		}
 	})
@@ -62,14 +62,14 @@ func TestCreateValidation(t *testing.T) {
 		email, name, role, password string
 		field                       string
 	}{
-		{"", "", "admin", "password1", "email"},
-		{"not-an-email", "", "admin", "password1", "email"},
-		{"Bob <bob@example.com>", "", "admin", "password1", "email"},
-		{"bob@example", "", "admin", "password1", "email"},
-		{strings.Repeat("a", 250) + "@example.com", "", "admin", "password1", "email"},
-		{"bob@example.com", strings.Repeat("n", 201), "admin", "password1", "name"},
-		{"bob@example.com", "", "owner", "password1", "role"},
-		{"bob@example.com", "", "", "password1", "role"},
+		{"", "", "admin", "pale orange kettle", "email"},
+		{"not-an-email", "", "admin", "pale orange kettle", "email"},
+		{"Bob <bob@example.com>", "", "admin", "pale orange kettle", "email"},
+		{"bob@example", "", "admin", "pale orange kettle", "email"},
+		{strings.Repeat("a", 250) + "@example.com", "", "admin", "pale orange kettle", "email"},
+		{"bob@example.com", strings.Repeat("n", 201), "admin", "pale orange kettle", "name"},
+		{"bob@example.com", "", "owner", "pale orange kettle", "role"},
+		{"bob@example.com", "", "", "pale orange kettle", "role"},
 		{"bob@example.com", "", "admin", "short", "password"},
 		{"bob@example.com", "", "admin", strings.Repeat("p", 1025), "password"},
 	}
@@ -85,7 +85,7 @@ func TestCreateValidation(t *testing.T) {
 			t.Errorf("Create(%q, %q, %q): fields %v lack %q", tt.email, tt.role, tt.password, e.Fields, tt.field)
 		}
 	}
-	if _, err := s.Create(ctx, "admin@demo.localhost", "", "admin", "password1"); err != nil {
+	if _, err := s.Create(ctx, "admin@demo.localhost", "", "admin", "pale orange kettle"); err != nil {
 		t.Errorf("localhost domain rejected: %v", err)
 	}
 }
@@ -97,15 +97,15 @@ func TestTenantIsolation(t *testing.T) {
 		ctxA, _ := testdb.NewTenant(t, d, "acme")
 		ctxB, _ := testdb.NewTenant(t, d, "beta")
 		s := users.NewStore(d)
-		a1, err := s.Create(ctxA, "shared@example.com", "A one", "admin", "password-a")
+		a1, err := s.Create(ctxA, "shared@example.com", "A one", "admin", "amber wolf meadow")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b1, err := s.Create(ctxB, "shared@example.com", "B one", "viewer", "password-b")
+		b1, err := s.Create(ctxB, "shared@example.com", "B one", "viewer", "bright fern canyon")
 		if err != nil {
 			t.Fatalf("same email in another tenant: %v", err)
 		}
-		if _, err := s.Create(ctxA, "only-a@example.com", "A two", "member", "password-a2"); err != nil {
+		if _, err := s.Create(ctxA, "only-a@example.com", "A two", "member", "amber wolf meadow two"); err != nil {
 			t.Fatal(err)
 		}
 		if a1.ID != 1 || b1.ID != 1 {
@@ -138,13 +138,13 @@ func TestTenantIsolation(t *testing.T) {
 		}
 
 		// Credentials do not cross tenants.
-		if _, err := s.Authenticate(ctxB, "shared@example.com", "password-a"); !apperr.Is(err, apperr.Unauthenticated) {
+		if _, err := s.Authenticate(ctxB, "shared@example.com", "amber wolf meadow"); !apperr.Is(err, apperr.Unauthenticated) {
 			t.Errorf("A's password works in B: %v", err)
 		}
-		if u, err := s.Authenticate(ctxB, "shared@example.com", "password-b"); err != nil || u.Name != "B one" {
+		if u, err := s.Authenticate(ctxB, "shared@example.com", "bright fern canyon"); err != nil || u.Name != "B one" {
 			t.Errorf("B login = %+v, %v", u, err)
 		}
-		if err := s.SetPassword(ctxB, 2, "new-password"); !apperr.Is(err, apperr.NotFound) {
+		if err := s.SetPassword(ctxB, 2, "silent tulip engine"); !apperr.Is(err, apperr.NotFound) {
 			t.Errorf("B SetPassword on A's user 2 = %v, want NotFound", err)
 		}
 	})
@@ -155,7 +155,7 @@ func TestList(t *testing.T) {
 		ctx, _ := testdb.NewTenant(t, d, "acme")
 		s := users.NewStore(d)
 		for i := range 7 {
-			if _, err := s.Create(ctx, "u"+string(rune('a'+i))+"@example.com", "", "viewer", "password1"); err != nil {
+			if _, err := s.Create(ctx, "u"+string(rune('a'+i))+"@example.com", "", "viewer", "pale orange kettle"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,6 +2,7 @@ package webui_test
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -68,6 +69,47 @@ func TestUserPages(t *testing.T) {
 			}
 			if u := acme.user(t, acme.viewer.id); u.Role != "viewer" {
 				t.Fatalf("viewer became %s", u.Role)
+			}
+		})
+	}
+}
+
+// TestUserPagePasswordPolicy: the console's "Add a user" form refuses the
+// passwords the policy refuses, saying why on the page, and creates nobody.
+func TestUserPagePasswordPolicy(t *testing.T) {
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := newEnv(t, apitest.WithDB(testdb.Open(t, dialect)))
+			acme := newOrg(t, env, "acme")
+			admin := acme.client(t)
+			admin.login(acme.admin)
+			tok := csrf(t, admin.do("GET", "/console/users", nil).body)
+			form := func(pw string) url.Values {
+				return url.Values{"csrf_token": {tok}, "email": {"kari.nordmann@acme.example.com"}, "role": {"member"}, "password": {pw}}
+			}
+			for _, tc := range []struct{ password, why string }{
+				{"password", "password: must be at least 12 characters"},
+				{"12345678", "password: must be at least 12 characters"},
+				{"        ", "password: must be at least 12 characters"},
+				{"password1234", "password: is a commonly used password"},
+				{"Qwerty123456", "password: is a commonly used password"},
+				{"acme-acme-2024", "organization's name"},
+			} {
+				r := admin.do("POST", "/console/users", form(tc.password))
+				if body := html.UnescapeString(r.body); r.code != http.StatusBadRequest || !strings.Contains(body, tc.why) {
+					t.Errorf("%q: %d, want 400 saying %q", tc.password, r.code, tc.why)
+				}
+			}
+			var list models.UserList
+			acme.Do("GET", "/api/1.0/users", acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &list)
+			if list.Meta.Total != 3 {
+				t.Fatalf("%d users after refusals, want 3", list.Meta.Total)
+			}
+			if r := admin.do("POST", "/console/users", form("cantaloupe in a red wheelbarrow")); r.code != http.StatusSeeOther {
+				t.Fatalf("a passphrase: %d", r.code)
+			}
+			if page := admin.do("GET", "/console/users", nil); !strings.Contains(page.body, "kari.nordmann@acme.example.com was created") {
+				t.Errorf("no notice of the new user")
 			}
 		})
 	}

@@ -1631,7 +1631,13 @@ type UserCreate struct {
 	// Name Display name.
 	Name *string `json:"name,omitempty"`
 
-	// Password The initial password (8 to 1024 characters); omit it to have one generated.
+	// Password The initial password; omit it to have a one-time password generated. The password policy: 12 to 1,024
+	// characters (Unicode code points; `minLength` stays 8 for compatibility with 1.0, and a password of 8 to 11
+	// characters is refused by the policy), any characters, spaces included, and no rules about character
+	// classes. A password that is common or guessable (it appears in lists of leaked passwords, or is a
+	// repetition, a sequence or a keyboard pattern), or that is built from the user's email address or the
+	// organization's name, is refused with 400 and `errors.password` saying why. A few unrelated words make a
+	// good password.
 	Password *string `json:"password,omitempty"`
 
 	// Role `viewer` reads; `member` also writes clients and acts and registers webhooks; `admin` does everything.
@@ -2915,7 +2921,9 @@ type ClientInterface interface {
 	// CreateUserWithBody Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2925,7 +2933,9 @@ type ClientInterface interface {
 	// CreateUser Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3908,7 +3918,9 @@ func (c *APIClient) ListUsers(ctx context.Context, params *ListUsersParams, reqE
 // CreateUserWithBody Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3928,7 +3940,9 @@ func (c *APIClient) CreateUserWithBody(ctx context.Context, params *CreateUserPa
 // CreateUser Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7417,7 +7431,9 @@ type ClientWithResponsesInterface interface {
 	// CreateUserWithBodyWithResponse Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7427,7 +7443,9 @@ type ClientWithResponsesInterface interface {
 	// CreateUserWithResponse Create a user
 	//
 	// Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-	// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+	// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+	// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+	// tenant (409).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16630,7 +16648,9 @@ func (c *ClientWithResponses) ListUsersWithResponse(ctx context.Context, params 
 // CreateUserWithBodyWithResponse Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16646,7 +16666,9 @@ func (c *ClientWithResponses) CreateUserWithBodyWithResponse(ctx context.Context
 // CreateUserWithResponse Create a user
 //
 // Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-// `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+// `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+// policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+// tenant (409).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -34,6 +34,36 @@ type Client struct {
 	CreatedBy    *int64    `gorm:"column:created_by"`
 	CreatedAt    time.Time `gorm:"not null"`
 	UpdatedAt    time.Time `gorm:"not null"`
+	// PreviousSecretHash is the digest of the secret a rotation replaced
+	// (the same form as SecretHash; "" when none), accepted until
+	// PreviousSecretExpiresAt.
+	PreviousSecretHash      string     `gorm:"column:previous_secret_hash;not null;default:''"`
+	PreviousSecretExpiresAt *time.Time `gorm:"column:previous_secret_expires_at"`
+
+	// previousValid is whether the previous secret was still valid when
+	// the store loaded the app (Store.Client, by the store's clock).
+	previousValid bool `gorm:"-"`
+}
+
+// PreviousSecretUntil is when the previous secret stops working, or nil
+// when there is none (never set, expired as of now, or ended early).
+func (c *Client) PreviousSecretUntil(now time.Time) *time.Time {
+	if c.PreviousSecretHash == "" || c.PreviousSecretExpiresAt == nil || !c.PreviousSecretExpiresAt.After(now) {
+		return nil
+	}
+	return c.PreviousSecretExpiresAt
+}
+
+var _ fosite.ClientWithSecretRotation = (*Client)(nil)
+
+// GetRotatedHashes implements fosite.ClientWithSecretRotation: the
+// previous secret's digest while its overlap lasts, so that the token and
+// revocation endpoints accept either secret.
+func (c *Client) GetRotatedHashes() [][]byte {
+	if !c.previousValid {
+		return nil
+	}
+	return [][]byte{[]byte(c.PreviousSecretHash)}
 }
 
 // TableName pins the table name.
@@ -132,6 +162,7 @@ func (s *Store) Client(ctx context.Context, id string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oauth store: get client: %w", err)
 	}
+	c.previousValid = c.PreviousSecretUntil(s.clock()) != nil
 	memo.put(&c)
 	return &c, nil
 }

@@ -43,11 +43,23 @@ var formKeys = []string{"client_id", "redirect_uri", "response_type", "scope", "
 // handlers (client manager, authorize code, access and refresh tokens,
 // revocation, PKCE) plus storage.Transactional.
 type Store struct {
-	db *db.DB
+	db  *db.DB
+	now func() time.Time
 }
 
 // New returns a Store over d.
 func New(d *db.DB) *Store { return &Store{db: d} }
+
+// SetClock sets the clock that decides whether an app's previous secret
+// is still valid (default time.Now; the service passes its own).
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+func (s *Store) clock() time.Time {
+	if s.now == nil {
+		return time.Now()
+	}
+	return s.now()
+}
 
 var (
 	_ fosite.Storage                = (*Store)(nil)
