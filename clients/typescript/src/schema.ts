@@ -40,7 +40,9 @@ export interface paths {
         /**
          * Create a user
          * @description Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-         *     `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+         *     `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+         *     policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+         *     tenant (409).
          */
         post: operations["createUser"];
         delete?: never;
@@ -866,11 +868,39 @@ export interface components {
         Error: {
             /** @description A human-readable summary. */
             message: string;
+            code?: components["schemas"]["ErrorCode"];
             /** @description Field name (or item path such as `data[2].value`) to messages. Empty when no field is at fault. */
             errors: {
                 [key: string]: string[];
             };
         };
+        /**
+         * @description The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+         *
+         *     | code | status | retry? |
+         *     |---|---|---|
+         *     | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+         *     | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+         *     | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+         *     | `not_found` | 404 | No. |
+         *     | `method_not_allowed` | 405 | No. |
+         *     | `conflict` | 409 | No: the resource's state does not allow it. |
+         *     | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+         *     | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+         *     | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+         *     | `payload_too_large` | 413 | No. |
+         *     | `unsupported_media_type` | 415 | No. |
+         *     | `unprocessable` | 422 | No: values fail validation; fix them. |
+         *     | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+         *     | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+         *     | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+         *     | `not_implemented` | 501 | No. |
+         *     | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+         *
+         *     New codes may be added; treat an unknown code by its status.
+         * @enum {string}
+         */
+        ErrorCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "duplicate" | "fetch_conflict" | "idempotency_in_flight" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "idempotency_mismatch" | "rate_limited" | "internal" | "not_implemented" | "unavailable";
         /** @description An RFC 6749 error response. */
         OAuthError: {
             /**
@@ -943,7 +973,15 @@ export interface components {
             /** @description Display name. */
             name?: string;
             role: components["schemas"]["Role"];
-            /** @description The initial password (8 to 1024 characters); omit it to have one generated. */
+            /**
+             * @description The initial password; omit it to have a one-time password generated. The password policy: 12 to 1,024
+             *     characters (Unicode code points; `minLength` stays 8 for compatibility with 1.0, and a password of 8 to 11
+             *     characters is refused by the policy), any characters, spaces included, and no rules about character
+             *     classes. A password that is common or guessable (it appears in lists of leaked passwords, or is a
+             *     repetition, a sequence or a keyboard pattern), or that is built from the user's email address or the
+             *     organization's name, is refused with 400 and `errors.password` saying why. A few unrelated words make a
+             *     good password.
+             */
             password?: string;
         };
         UserUpdate: {
@@ -1988,6 +2026,8 @@ export interface components {
         /** @description Validation failure or business rule violation, with field-level messages. */
         BadRequest: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2015,6 +2055,8 @@ export interface components {
         /** @description The identity lacks permission (role or token scope). */
         Forbidden: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2028,6 +2070,8 @@ export interface components {
         /** @description The resource does not exist in this tenant. */
         NotFound: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2041,6 +2085,8 @@ export interface components {
         /** @description A correlated result is stale or conflicts with a completed result (field no longer awaiting, changed since the request, request expired, or differing from an accepted result). Nothing was applied. */
         Conflict: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2054,6 +2100,8 @@ export interface components {
         /** @description The payload is well-formed but its values fail validation (invalid values, duplicate items, fields outside the selected external set). Nothing was applied. */
         Unprocessable: {
             headers: {
+                "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2185,11 +2233,20 @@ export interface components {
     parameters: {
         /**
          * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-         *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-         *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-         *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-         *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-         *     not stored: retrying it with the same key runs it again.
+         *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+         *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+         *
+         *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+         *     effects: a retry with the same key, path and body gets the stored status and body again, with
+         *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+         *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+         *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+         *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+         *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+         *
+         *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+         *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+         *     database connection died did not run (nothing was kept) and a retry runs at once.
          * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
          */
         IdempotencyKey: string;
@@ -2274,6 +2331,8 @@ export interface components {
     headers: {
         /** @description `true` when the response is the stored result of an earlier request with the same `Idempotency-Key`: nothing ran again. */
         IdempotentReplayed: "true";
+        /** @description On a replay (`Idempotent-Replayed`), the `request_id` of the request whose result this is. */
+        OriginalRequest: string;
         /** @description The request's id; logged by the service, quote it when asking for support. */
         RequestId: string;
         /** @description Seconds to wait before retrying. */
@@ -2369,11 +2428,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2398,6 +2466,7 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2627,11 +2696,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2657,6 +2735,7 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2884,11 +2963,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2906,6 +2994,7 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3081,11 +3170,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3110,6 +3208,7 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3242,11 +3341,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3263,6 +3371,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3290,11 +3399,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3311,6 +3429,7 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3377,11 +3496,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3411,6 +3539,7 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3730,11 +3859,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3758,6 +3896,7 @@ export interface operations {
             201: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3895,11 +4034,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3916,6 +4064,7 @@ export interface operations {
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3982,11 +4131,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4005,6 +4163,7 @@ export interface operations {
             202: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -4032,11 +4191,20 @@ export interface operations {
             header?: {
                 /**
                  * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
-                 *     The first request with a key that succeeds (2xx) is stored for 24 hours, per tenant and OAuth app; a retry with the
-                 *     same key, path and body returns the stored status and body with `Idempotent-Replayed: true`, and nothing runs again
-                 *     (no second resource, no second event). The same key with another path or body is 422 (`errors.idempotency_key`);
-                 *     a retry while the first request is still running is 409. A request that failed (4xx, 5xx) changed nothing and is
-                 *     not stored: retrying it with the same key runs it again.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4053,6 +4221,7 @@ export interface operations {
             202: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
