@@ -51,18 +51,33 @@ func (p *countingPool) PrepareContext(ctx context.Context, query string) (*sql.S
 }
 
 func (p *countingPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	p.n.Add(1)
+	p.count(ctx)
 	return p.pool.ExecContext(ctx, query, args...)
 }
 
 func (p *countingPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	p.n.Add(1)
+	p.count(ctx)
 	return p.pool.QueryContext(ctx, query, args...)
 }
 
 func (p *countingPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	p.n.Add(1)
+	p.count(ctx)
 	return p.pool.QueryRowContext(ctx, query, args...)
+}
+
+// count counts a statement, unless it runs on an ambient transaction
+// (InTx) or a savepoint of one: the transaction's own pool counts those,
+// once.
+func (p *countingPool) count(ctx context.Context) {
+	switch p.pool.(type) {
+	case *savepoint:
+		return
+	case *ambientPool:
+		if ambientOf(ctx) != nil {
+			return
+		}
+	}
+	p.n.Add(1)
 }
 
 // BeginTx lets gorm open transactions through the wrapper, so statements in

@@ -421,3 +421,38 @@ func TestErrorCodesAreTheSpecs(t *testing.T) {
 		}
 	}
 }
+
+// What a key costs in statements: a keyed POST /clients runs the unkeyed
+// request's statements inside the key's transaction, plus the claim (an
+// advisory lock on PostgreSQL), the look-up, the savepoints and the key's
+// INSERT; a replay is the claim and the look-up.
+func TestIdempotencyStatementCount(t *testing.T) {
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			d := testdb.Open(t, dialect)
+			counted, count := d.CountQueries()
+			env := apitest.New(t, apitest.WithDB(d), apitest.WithApp(app.WithDB(counted)))
+			acme := env.Tenant("acme")
+			tok := acme.Token(acme.User(auth.RoleMember), auth.ScopeClientsWrite)
+			measure := func(key string) int {
+				before := count()
+				h := http.Header{}
+				if key != "" {
+					h = withKey(key)
+				}
+				acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, h).Status(t, http.StatusCreated)
+				return count() - before
+			}
+			measure("") // warm caches (tenant, token)
+			plain, keyed, replay := measure(""), measure("k"), measure("k")
+			extra := 6 // look-up, 2 × (SAVEPOINT, RELEASE), INSERT
+			if d.Dialect == db.Postgres {
+				extra++ // pg_try_advisory_xact_lock
+			}
+			t.Logf("POST /clients: %d statements; with a new key %d; a replay %d", plain, keyed, replay)
+			if keyed != plain+extra || replay > 2 {
+				t.Fatalf("plain %d, keyed %d (want %d), replay %d (want at most 2)", plain, keyed, plain+extra, replay)
+			}
+		})
+	}
+}

@@ -203,10 +203,6 @@ var errSettled = errors.New("idempotency: settled without writing")
 // what to keep of it. Do returns the outcome and the response to send: the
 // one run produced, or the stored one.
 func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context) (Result, Disposition)) (Outcome, *Result, error) {
-	// A stored outcome needs no claim: rows exist only committed.
-	if o, res, found, err := s.lookup(ctx, s.db.DB, r); err != nil || found {
-		return o, res, err
-	}
 	id := r.identity()
 	if _, busy := s.inflight.LoadOrStore(id, struct{}{}); busy {
 		return InFlight, nil, nil
@@ -231,8 +227,8 @@ func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context)
 				return errSettled
 			}
 		}
-		// Another replica may have finished it between the first look and
-		// the claim.
+		// Under the claim: a stored outcome is final (rows exist only
+		// committed), and nothing else can store one meanwhile.
 		o, stored, found, err := s.lookup(ctx, tx, r)
 		if err != nil {
 			return err
