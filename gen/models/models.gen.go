@@ -1272,6 +1272,16 @@ type OAuthError struct {
 // OAuthErrorError The RFC 6749 error code.
 type OAuthErrorError string
 
+// OneTimePassword A one-time password an admin issued for a user.
+type OneTimePassword struct {
+	// ExpiresAt When the one-time password stops working if unused (72 hours after it was issued).
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// OneTimePassword The generated password, shown this once (only its hash is kept). It works for one sign-in, which leads
+	// straight to choosing a password.
+	OneTimePassword string `json:"one_time_password"`
+}
+
 // PageMeta Pagination metadata of a list response.
 type PageMeta struct {
 	// CurrentPage The page returned, from 1.
@@ -1523,7 +1533,9 @@ type UserCreate struct {
 
 // UserCreated A new user, and the password generated for it when none was given.
 type UserCreated struct {
-	// OneTimePassword The generated password, shown this once (only its hash is kept); null when the request set one.
+	// OneTimePassword The generated one-time password, shown this once (only its hash is kept); null when the request set one.
+	// It works for one sign-in within 72 hours, which leads straight to choosing a password;
+	// `POST /api/1.0/users/{user_id}/one-time-password` issues a new one.
 	OneTimePassword *string `json:"one_time_password"`
 
 	// User A user of the tenant.

@@ -78,6 +78,7 @@ var roles = map[string]role{
 	"redeliverWebhookDelivery": {action: auth.Write},
 	"testWebhook":              {action: auth.Write},
 	"listEventTypes":           {action: auth.Read},
+	"issueOneTimePassword":     {action: auth.Admin, doing: "issue one-time passwords"},
 }
 
 // Rule is what one operation needs: the spec's scopes and the table's role.

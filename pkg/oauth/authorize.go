@@ -71,6 +71,9 @@ func (s *Service) handleAuthorize(c echo.Context) error {
 	if u == nil {
 		return loginRedirect(c, r.URL.RequestURI())
 	}
+	if u.PasswordChangeRequired {
+		return passwordRedirect(c, r.URL.RequestURI())
+	}
 	scopes := requestedScopes(ar)
 	ok, err := s.store.HasConsent(ctx, u.ID, ar.GetClient().GetID(), scopes)
 	if err != nil {
@@ -130,6 +133,9 @@ func (s *Service) handleConsent(c echo.Context) error {
 			}
 		}
 		return loginRedirect(c, "/oauth/authorize?"+q.Encode())
+	}
+	if u.PasswordChangeRequired {
+		return s.errorPage(c, http.StatusForbidden, "Choose your password first", "You signed in with a one-time password: choose your own password, then start again from the app.")
 	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
 	if err == nil && !redirectRegistered(ar) {

@@ -35,6 +35,11 @@ const StylePath = "/assets/console.css"
 // Home is where the brand link and a browser at the tenant root go.
 const Home = "/console/webhooks"
 
+// PasswordPath is the password page (pkg/oauth): a signed-in user changes
+// their password there, and one who signed in with a one-time password is
+// sent there by every page until they have chosen one.
+const PasswordPath = "/account/password"
+
 var style = func() []byte {
 	b, err := files.ReadFile("static/console.css")
 	if err != nil {
@@ -53,7 +58,7 @@ func navItems(role string) []NavItem {
 	if role == auth.RoleAdmin {
 		items = append(items, NavItem{"users", "Users", "/console/users"}, NavItem{"developer", "Developer apps", "/developer/my-apps"})
 	}
-	return append(items, NavItem{"account", "Authorized apps", "/account/apps"})
+	return append(items, NavItem{"account", "Authorized apps", "/account/apps"}, NavItem{"password", "Password", PasswordPath})
 }
 
 var funcs = template.FuncMap{

@@ -97,6 +97,7 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/users", h(cs.post(cs.createUser)))
 	e.POST("/console/users/:id/role", h(cs.post(cs.changeRole)))
 	e.POST("/console/users/:id/deactivate", h(cs.post(cs.deactivateUser)))
+	e.POST("/console/users/:id/one-time-password", h(cs.post(cs.issueOneTimePassword)))
 }
 
 // req is one console request: the signed-in user as the principal the
@@ -122,6 +123,14 @@ func (cs *Console) handle(h handler) echo.HandlerFunc {
 				return c.Redirect(http.StatusSeeOther, "/login")
 			}
 			return c.Redirect(http.StatusFound, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+		}
+		if u.PasswordChangeRequired {
+			// Signed in with a one-time password: choosing one comes first.
+			next := c.Request().URL.RequestURI()
+			if c.Request().Method != http.MethodGet {
+				next = web.Home
+			}
+			return c.Redirect(http.StatusFound, web.PasswordPath+"?next="+url.QueryEscape(next))
 		}
 		r := &req{Context: c, user: u, p: &auth.Principal{TenantID: tenant.ID(c.Request().Context()), UserID: u.ID, Role: u.Role}}
 		if err := h(r); err != nil {

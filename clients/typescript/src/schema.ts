@@ -40,7 +40,9 @@ export interface paths {
         /**
          * Create a user
          * @description Admins only, with the `users:write` scope. Without `password`, a random one is generated and returned once in
-         *     `one_time_password` (only its hash is kept): hand it to the user. The email must be unused in the tenant (409).
+         *     `one_time_password` (only its hash is kept): hand it to the user. A given `password` must pass the password
+         *     policy (see `UserCreate.password`; 400 with `errors.password` saying why). The email must be unused in the
+         *     tenant (409).
          */
         post: operations["createUser"];
         delete?: never;
@@ -82,6 +84,33 @@ export interface paths {
          *     `errors.role`). A role change applies to the user's existing tokens at once.
          */
         patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/api/1.0/users/{user_id}/one-time-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new one-time password
+         * @description Admins only, with the `users:write` scope. Gives the user a new generated password, returned once in
+         *     `one_time_password` (only its hash is kept): hand it to the user. It works for one sign-in within 72 hours
+         *     (`expires_at`), and that sign-in leads straight to choosing a password. The user's current password stops
+         *     working and their browser sessions end; tokens of apps they authorized stay valid. A deactivated user gets none
+         *     (409). Do not send an `Idempotency-Key`: a replayed answer would have to keep the password.
+         */
+        post: operations["issueOneTimePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/1.0/clients": {
@@ -934,8 +963,25 @@ export interface components {
         /** @description A new user, and the password generated for it when none was given. */
         UserCreated: {
             user: components["schemas"]["User"];
-            /** @description The generated password, shown this once (only its hash is kept); null when the request set one. */
+            /**
+             * @description The generated one-time password, shown this once (only its hash is kept); null when the request set one.
+             *     It works for one sign-in within 72 hours, which leads straight to choosing a password;
+             *     `POST /api/1.0/users/{user_id}/one-time-password` issues a new one.
+             */
             one_time_password: string | null;
+        };
+        /** @description A one-time password an admin issued for a user. */
+        OneTimePassword: {
+            /**
+             * @description The generated password, shown this once (only its hash is kept). It works for one sign-in, which leads
+             *     straight to choosing a password.
+             */
+            one_time_password: string;
+            /**
+             * Format: date-time
+             * @description When the one-time password stops working if unused (72 hours after it was issued).
+             */
+            expires_at: string;
         };
         UserCreate: {
             /** @description Sign-in email, unique in the tenant (compared in lower case). */
@@ -943,7 +989,15 @@ export interface components {
             /** @description Display name. */
             name?: string;
             role: components["schemas"]["Role"];
-            /** @description The initial password (8 to 1024 characters); omit it to have one generated. */
+            /**
+             * @description The initial password; omit it to have a one-time password generated. The password policy: 12 to 1,024
+             *     characters (Unicode code points; `minLength` stays 8 for compatibility with 1.0, and a password of 8 to 11
+             *     characters is refused by the policy), any characters, spaces included, and no rules about character
+             *     classes. A password that is common or guessable (it appears in lists of leaked passwords, or is a
+             *     repetition, a sequence or a keyboard pattern), or that is built from the user's email address or the
+             *     organization's name, is refused with 400 and `errors.password` saying why. A few unrelated words make a
+             *     good password.
+             */
             password?: string;
         };
         UserUpdate: {
@@ -2524,6 +2578,41 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    issueOneTimePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new one-time password. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OneTimePassword"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
