@@ -191,9 +191,27 @@ func landing(u *users.User) string {
 	return "/account/apps"
 }
 
-func loginRedirect(c echo.Context, next string) error {
-	return c.Redirect(http.StatusFound, "/login?next="+url.QueryEscape(next))
+// LoginRedirect sends a browser without a valid session to the sign-in
+// page, which returns it to next (a page to GET: a form whose session had
+// expired is not sent again, its page is shown). When the browser had a
+// session that is no longer valid (it expired, or was ended elsewhere),
+// the sign-in page says so.
+func (s *Service) LoginRedirect(c echo.Context, next string) error {
+	q := url.Values{"next": {next}}
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		q.Set("expired", "1")
+		s.setCookie(c, sessionCookie, "", -1)
+	}
+	status := http.StatusFound
+	if c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead {
+		status = http.StatusSeeOther
+	}
+	return c.Redirect(status, "/login?"+q.Encode())
 }
+
+// msgSessionExpired is the sign-in page's message after LoginRedirect found
+// a session that was no longer valid.
+const msgSessionExpired = "Your session expired; sign in again."
 
 func (s *Service) handleLoginPage(c echo.Context) error {
 	u, err := s.currentUser(c)
@@ -208,8 +226,12 @@ func (s *Service) handleLoginPage(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	ctx := c.Request().Context()
+	msg := ""
+	if c.QueryParam("expired") == "1" {
+		msg = msgSessionExpired
+	}
 	return s.render(c, http.StatusOK, "login", &page{
-		Layout: web.Layout{Title: "Sign in"},
+		Layout: web.Layout{Title: "Sign in", Message: msg},
 		Next:   next,
 		CSRF:   s.csrfToken(ctx, s.csrfSeed(c), "login", ""),
 	})
@@ -294,7 +316,7 @@ func (s *Service) requireUser(c echo.Context, back string) (*users.User, error) 
 		return nil, err
 	}
 	if u == nil {
-		return nil, loginRedirect(c, back)
+		return nil, s.LoginRedirect(c, back)
 	}
 	if u.PasswordChangeRequired {
 		return nil, passwordRedirect(c, back)

@@ -58,7 +58,7 @@ func (s *Service) handlePasswordPage(c echo.Context) error {
 	}
 	next := c.QueryParam("next")
 	if u == nil {
-		return loginRedirect(c, web.PasswordPath)
+		return s.LoginRedirect(c, web.PasswordPath)
 	}
 	var done passwordDone
 	s.TakeFlash(c, u.ID, web.PasswordPath, &done)
@@ -71,7 +71,7 @@ func (s *Service) handleChangePassword(c echo.Context) error {
 		return err
 	}
 	if u == nil {
-		return loginRedirect(c, web.PasswordPath)
+		return s.LoginRedirect(c, web.PasswordPath)
 	}
 	if !s.checkCSRF(c, "password", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
