@@ -11,7 +11,9 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/pkg/users"
 )
 
 // eachDialect runs fn with the environment of a CLI on a fresh SQLite data
@@ -223,4 +225,36 @@ func TestAppRotate(t *testing.T) {
 // openForTest opens the database the CLI environment env points at.
 func openForTest(t *testing.T, env map[string]string) (*db.DB, error) {
 	return db.Open(t.Context(), env["FINSVC_DATABASE_URL"], env["FINSVC_DATA_DIR"], testdb.Logger())
+}
+
+// `finsvc user create` without --password prints a one-time password: it
+// signs in once, and that sign-in must choose a password.
+func TestUserCreateOneTimePassword(t *testing.T) {
+	eachDialect(t, func(t *testing.T, env map[string]string) {
+		if r := exec(t, env, "tenant", "create", "acme"); r.code != 0 {
+			t.Fatalf("tenant create: %+v", r)
+		}
+		r := exec(t, env, "user", "create", "--tenant", "acme", "--email", "ola@acme.example.com", "--role", "member", "--json")
+		var out struct{ Password string }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &out) != nil || len(out.Password) != 20 {
+			t.Fatalf("user create: %+v", r)
+		}
+		d, err := openForTest(t, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		tn, err := tenant.NewStore(d).BySlug(t.Context(), "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := tenant.NewContext(t.Context(), tn)
+		s := users.NewStore(d)
+		if u, err := s.Authenticate(ctx, "ola@acme.example.com", out.Password); err != nil || !u.PasswordChangeRequired {
+			t.Fatalf("first sign-in: %+v, %v", u, err)
+		}
+		if _, err := s.Authenticate(ctx, "ola@acme.example.com", out.Password); err == nil {
+			t.Fatal("the printed password signs in twice")
+		}
+	})
 }

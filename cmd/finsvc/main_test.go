@@ -148,7 +148,7 @@ func TestTenantAndUserCreate(t *testing.T) {
 
 	r = exec(t, env, "user", "create", "--tenant", "acme", "--email", "Alice@Acme.io", "--role", "admin")
 	m := regexp.MustCompile(`(?m)^password: (\S+)$`).FindStringSubmatch(r.stdout)
-	if r.code != 0 || m == nil || !strings.Contains(r.stdout, "created user 1 alice@acme.io (admin) in tenant acme") {
+	if r.code != 0 || m == nil || !strings.Contains(r.stdout, "created user 1 alice@acme.io (admin) in tenant acme") || !strings.Contains(r.stdout, "one-time password") {
 		t.Fatalf("user create: %+v", r)
 	}
 	r = exec(t, env, "user", "create", "--tenant", "acme", "--email", "bob@acme.io", "--role", "viewer", "--password", "cantaloupe in a red wheelbarrow", "--json")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/finsvc/finsvc/pkg/tenant"
 	"github.com/finsvc/finsvc/pkg/users"
@@ -73,6 +74,8 @@ func runUserCreate(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintf(c.stdout, "created user %d %s (%s) in tenant %s\n", u.ID, u.Email, u.Role, t.Slug)
 	if generated {
 		fmt.Fprintf(c.stdout, "password: %s\n", pw)
+		fmt.Fprintf(c.stdout, "(a one-time password: it works for one sign-in until %s, which leads to choosing a password)\n",
+			u.PasswordExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

@@ -111,6 +111,9 @@ type ServerInterface interface {
 	// UpdateUser Change a user's name or role
 	// (PATCH /api/1.0/users/{user_id})
 	UpdateUser(ctx echo.Context, userId UserId) error
+	// IssueOneTimePassword Issue a new one-time password
+	// (POST /api/1.0/users/{user_id}/one-time-password)
+	IssueOneTimePassword(ctx echo.Context, userId UserId, params IssueOneTimePasswordParams) error
 	// ListWebhooks List webhook registrations
 	// (GET /api/1.0/webhooks)
 	ListWebhooks(ctx echo.Context, params ListWebhooksParams) error
@@ -902,6 +905,42 @@ func (w *ServerInterfaceWrapper) UpdateUser(ctx echo.Context) error {
 	return err
 }
 
+// IssueOneTimePassword converts echo context to params.
+func (w *ServerInterfaceWrapper) IssueOneTimePassword(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "user_id" -------------
+	var userId UserId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "user_id", ctx.Param("user_id"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter user_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params IssueOneTimePasswordParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.IssueOneTimePassword(ctx, userId, params)
+	return err
+}
+
 // ListWebhooks converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
@@ -1230,6 +1269,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/api/1.0/users/:user_id", wrapper.DeleteUser, options.OperationMiddlewares["deleteUser"]...)
 	router.GET(options.BaseURL+"/api/1.0/users/:user_id", wrapper.GetUser, options.OperationMiddlewares["getUser"]...)
 	router.PATCH(options.BaseURL+"/api/1.0/users/:user_id", wrapper.UpdateUser, options.OperationMiddlewares["updateUser"]...)
+	router.POST(options.BaseURL+"/api/1.0/users/:user_id/one-time-password", wrapper.IssueOneTimePassword, options.OperationMiddlewares["issueOneTimePassword"]...)
 	router.GET(options.BaseURL+"/api/1.0/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/api/1.0/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
 	router.DELETE(options.BaseURL+"/api/1.0/webhooks/:id", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
@@ -6038,6 +6078,153 @@ func (response UpdateUserdefaultJSONResponse) VisitUpdateUserResponse(w http.Res
 	return err
 }
 
+type IssueOneTimePasswordRequestObject struct {
+	UserId UserId `json:"user_id"`
+	Params IssueOneTimePasswordParams
+}
+
+type IssueOneTimePasswordResponseObject interface {
+	VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error
+}
+
+type IssueOneTimePassword200JSONResponse OneTimePassword
+
+func (response IssueOneTimePassword200JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassword400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response IssueOneTimePassword400JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassword401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response IssueOneTimePassword401JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassword403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response IssueOneTimePassword403JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassword404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response IssueOneTimePassword404JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassword409JSONResponse struct{ ConflictJSONResponse }
+
+func (response IssueOneTimePassword409JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassword429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response IssueOneTimePassword429JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassword503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response IssueOneTimePassword503JSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type IssueOneTimePassworddefaultJSONResponse struct {
+	Body       Error
+	StatusCode int
+}
+
+func (response IssueOneTimePassworddefaultJSONResponse) VisitIssueOneTimePasswordResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 	Params ListWebhooksParams
 }
@@ -7434,6 +7621,9 @@ type StrictServerInterface interface {
 	// UpdateUser Change a user's name or role
 	// (PATCH /api/1.0/users/{user_id})
 	UpdateUser(ctx context.Context, request UpdateUserRequestObject) (UpdateUserResponseObject, error)
+	// IssueOneTimePassword Issue a new one-time password
+	// (POST /api/1.0/users/{user_id}/one-time-password)
+	IssueOneTimePassword(ctx context.Context, request IssueOneTimePasswordRequestObject) (IssueOneTimePasswordResponseObject, error)
 	// ListWebhooks List webhook registrations
 	// (GET /api/1.0/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
@@ -8499,6 +8689,32 @@ func (sh *strictHandler) UpdateUser(ctx echo.Context, userId UserId) error {
 		return err
 	} else if validResponse, ok := response.(UpdateUserResponseObject); ok {
 		return validResponse.VisitUpdateUserResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// IssueOneTimePassword operation middleware
+func (sh *strictHandler) IssueOneTimePassword(ctx echo.Context, userId UserId, params IssueOneTimePasswordParams) error {
+	var request IssueOneTimePasswordRequestObject
+
+	request.UserId = userId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.IssueOneTimePassword(ctx.Request().Context(), request.(IssueOneTimePasswordRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "IssueOneTimePassword")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(IssueOneTimePasswordResponseObject); ok {
+		return validResponse.VisitIssueOneTimePasswordResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

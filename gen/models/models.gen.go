@@ -1385,6 +1385,16 @@ type OAuthError struct {
 // OAuthErrorError The RFC 6749 error code.
 type OAuthErrorError string
 
+// OneTimePassword A one-time password an admin issued for a user.
+type OneTimePassword struct {
+	// ExpiresAt When the one-time password stops working if unused (72 hours after it was issued).
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// OneTimePassword The generated password, shown this once (only its hash is kept). It works for one sign-in, which leads
+	// straight to choosing a password.
+	OneTimePassword string `json:"one_time_password"`
+}
+
 // PageMeta Pagination metadata of a list response.
 type PageMeta struct {
 	// CurrentPage The page returned, from 1.
@@ -1636,7 +1646,9 @@ type UserCreate struct {
 
 // UserCreated A new user, and the password generated for it when none was given.
 type UserCreated struct {
-	// OneTimePassword The generated password, shown this once (only its hash is kept); null when the request set one.
+	// OneTimePassword The generated one-time password, shown this once (only its hash is kept); null when the request set one.
+	// It works for one sign-in within 72 hours, which leads straight to choosing a password;
+	// `POST /api/1.0/users/{user_id}/one-time-password` issues a new one.
 	OneTimePassword *string `json:"one_time_password"`
 
 	// User A user of the tenant.
@@ -2203,6 +2215,26 @@ type ListUsersParams struct {
 
 // CreateUserParams defines parameters for CreateUser.
 type CreateUserParams struct {
+	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+	// authenticated and authorized exactly as a first request is, before any stored result is looked at.
+	//
+	// The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+	// effects: a retry with the same key, path and body gets the stored status and body again, with
+	// `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+	// resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+	// (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+	// request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+	// validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+	//
+	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+	// database connection died did not run (nothing was kept) and a retry runs at once.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// IssueOneTimePasswordParams defines parameters for IssueOneTimePassword.
+type IssueOneTimePasswordParams struct {
 	// IdempotencyKey Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
 	// A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
 	// authenticated and authorized exactly as a first request is, before any stored result is looked at.

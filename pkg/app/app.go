@@ -244,7 +244,9 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// built below with the user store (sign-in needs it).
 	userOpts = append(userOpts, users.WithRevoker(users.RevokerFunc(func(ctx context.Context, id int64) error {
 		return a.oauth.Store().RevokeUser(ctx, id)
-	})))
+	})), users.WithSessionEnder(func(ctx context.Context, id int64) error {
+		return a.oauth.Store().RevokeSessions(ctx, id, "")
+	}))
 	userStore := users.NewStore(a.db, userOpts...)
 	limiter := o.limiter
 	if limiter == nil {

@@ -306,7 +306,11 @@ func TestIdempotencySecretsNotAtRest(t *testing.T) {
 		var u models.UserCreated
 		acme.DoHeader("POST", "/api/1.0/users", tok, map[string]any{"email": "otp@acme.example.com", "name": "O", "role": "member"}, withKey("u")).
 			Status(t, http.StatusCreated).Decode(t, &u)
-		secrets := map[string]string{"webhook secret": hook.Secret, "rotated secret": rot.Secret, "one-time password": *u.OneTimePassword}
+		var otp models.OneTimePassword
+		acme.DoHeader("POST", "/api/1.0/users/"+strconv.FormatInt(u.User.Id, 10)+"/one-time-password", tok, nil, withKey("o")).
+			Status(t, http.StatusOK).Decode(t, &otp)
+		secrets := map[string]string{"webhook secret": hook.Secret, "rotated secret": rot.Secret, "one-time password": *u.OneTimePassword,
+			"reissued one-time password": otp.OneTimePassword}
 		for what, s := range secrets {
 			if len(s) < 16 {
 				t.Fatalf("%s %q: too short to search for", what, s)

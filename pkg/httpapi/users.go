@@ -73,6 +73,15 @@ func (h *Handlers) DeleteUser(ctx context.Context, req apiserver.DeleteUserReque
 	return apiserver.DeleteUser204Response{}, nil
 }
 
+// IssueOneTimePassword is POST /users/{user_id}/one-time-password.
+func (h *Handlers) IssueOneTimePassword(ctx context.Context, req apiserver.IssueOneTimePasswordRequestObject) (apiserver.IssueOneTimePasswordResponseObject, error) {
+	pw, expires, err := h.svc.Users.IssueOneTimePassword(ctx, req.UserId)
+	if err != nil {
+		return nil, err
+	}
+	return apiserver.IssueOneTimePassword200JSONResponse{OneTimePassword: pw, ExpiresAt: expires.UTC()}, nil
+}
+
 func userJSON(u *users.User) models.User {
 	out := models.User{
 		Id: u.ID, Email: openapi_types.Email(u.Email), Name: u.Name,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/pkg/apitest"
@@ -152,5 +153,46 @@ func TestUsersAPIPasswordPolicy(t *testing.T) {
 		if created.OneTimePassword != nil || created.User.Email != "kari.nordmann@acme.example.com" {
 			t.Errorf("created %+v", created)
 		}
+	})
+}
+
+// POST /users/{id}/one-time-password: admins with users:write give a user
+// a new one-time password, which works once within 72 hours; the old
+// password stops working.
+func TestIssueOneTimePasswordAPI(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		acme := env.Tenant("acme")
+		adminID := acme.User(auth.RoleAdmin)
+		admin := acme.Token(adminID, auth.ScopeUsersRead, auth.ScopeUsersWrite)
+		store := users.NewStore(env.DB, users.WithHashParams(apitest.HashParams))
+		u, err := store.Create(acme.Ctx, "kari@acme.example.com", "Kari", "member", "cantaloupe in a red wheelbarrow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "/api/1.0/users/" + strconv.FormatInt(u.ID, 10) + "/one-time-password"
+		var otp models.OneTimePassword
+		before := time.Now()
+		acme.Do("POST", path, admin, nil).Status(t, http.StatusOK).Decode(t, &otp)
+		if len(otp.OneTimePassword) != 20 || otp.ExpiresAt.Before(before.Add(users.OneTimePasswordTTL-time.Second)) || otp.ExpiresAt.After(time.Now().Add(users.OneTimePasswordTTL)) {
+			t.Fatalf("one-time password %+v, want 20 characters expiring in 72 h", otp)
+		}
+		if _, err := store.Authenticate(acme.Ctx, u.Email, "cantaloupe in a red wheelbarrow"); err == nil {
+			t.Error("the old password still works")
+		}
+		if got, err := store.Authenticate(acme.Ctx, u.Email, otp.OneTimePassword); err != nil || !got.PasswordChangeRequired {
+			t.Fatalf("sign-in with the one-time password: %+v, %v", got, err)
+		}
+		if _, err := store.Authenticate(acme.Ctx, u.Email, otp.OneTimePassword); err == nil {
+			t.Error("the one-time password works twice")
+		}
+
+		member := acme.Token(acme.User(auth.RoleMember), auth.ScopeUsersRead, auth.ScopeUsersWrite)
+		acme.Do("POST", path, member, nil).Status(t, http.StatusForbidden)
+		acme.Do("POST", path, acme.Token(adminID, auth.ScopeUsersRead), nil).Status(t, http.StatusForbidden)
+		acme.Do("POST", "/api/1.0/users/999/one-time-password", admin, nil).Status(t, http.StatusNotFound)
+		globex := env.Tenant("globex")
+		globex.Do("POST", path, globex.Token(globex.User(auth.RoleAdmin), auth.ScopeUsersWrite), nil).Status(t, http.StatusNotFound)
+		acme.Do("DELETE", "/api/1.0/users/"+strconv.FormatInt(u.ID, 10), admin, nil).Status(t, http.StatusNoContent)
+		acme.Do("POST", path, admin, nil).Status(t, http.StatusConflict)
 	})
 }

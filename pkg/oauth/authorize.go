@@ -69,7 +69,10 @@ func (s *Service) handleAuthorize(c echo.Context) error {
 		return err
 	}
 	if u == nil {
-		return loginRedirect(c, r.URL.RequestURI())
+		return s.LoginRedirect(c, r.URL.RequestURI())
+	}
+	if u.PasswordChangeRequired {
+		return passwordRedirect(c, r.URL.RequestURI())
 	}
 	scopes := requestedScopes(ar)
 	ok, err := s.store.HasConsent(ctx, u.ID, ar.GetClient().GetID(), scopes)
@@ -129,7 +132,10 @@ func (s *Service) handleConsent(c echo.Context) error {
 				q.Set(k, v)
 			}
 		}
-		return loginRedirect(c, "/oauth/authorize?"+q.Encode())
+		return s.LoginRedirect(c, "/oauth/authorize?"+q.Encode())
+	}
+	if u.PasswordChangeRequired {
+		return s.errorPage(c, http.StatusForbidden, "Choose your password first", "You signed in with a one-time password: choose your own password, then start again from the app.")
 	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
 	if err == nil && !redirectRegistered(ar) {

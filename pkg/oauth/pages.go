@@ -55,6 +55,8 @@ func (s *Service) Routes(e *echo.Echo) {
 	e.POST("/developer/my-apps/:id/end-overlap", page(s.handleEndOverlap))
 	e.POST("/developer/my-apps/:id/delete", page(s.handleDeleteApp))
 	e.GET("/account/apps", page(s.handleAccount))
+	e.GET(web.PasswordPath, page(s.handlePasswordPage))
+	e.POST(web.PasswordPath, page(s.handleChangePassword))
 	e.GET("/", s.handleRoot)
 	e.POST("/account/apps/:id/revoke", page(s.handleRevokeApp))
 }
@@ -110,6 +112,8 @@ type page struct {
 	Now       time.Time
 	// account
 	Authorized []store.AuthorizedApp
+	// password
+	Password *passwordPage
 }
 
 type param struct{ Name, Value string }
@@ -162,34 +166,69 @@ func (s *Service) errorPage(c echo.Context, status int, title, msg string) error
 	return s.render(c, status, "error", &page{Layout: web.Layout{Title: title, Message: msg}})
 }
 
-// safeNext keeps post-login redirects on this host: a local absolute path.
-func safeNext(next string) string {
+// safeNextOr keeps post-login redirects on this host: next when it is a
+// local absolute path, else fallback.
+func safeNextOr(next, fallback string) string {
 	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return "/account/apps"
+		return fallback
 	}
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" {
-		return "/account/apps"
+		return fallback
 	}
 	return next
 }
 
-func loginRedirect(c echo.Context, next string) error {
-	return c.Redirect(http.StatusFound, "/login?next="+url.QueryEscape(next))
+// landing is where a signed-in user goes when no page asked for them: the
+// console for admins and members, the apps they authorized for others.
+func landing(u *users.User) string {
+	if u.Role == auth.RoleAdmin || u.Role == auth.RoleMember {
+		return web.Home
+	}
+	return "/account/apps"
 }
+
+// LoginRedirect sends a browser without a valid session to the sign-in
+// page, which returns it to next (a page to GET: a form whose session had
+// expired is not sent again, its page is shown). When the browser had a
+// session that is no longer valid (it expired, or was ended elsewhere),
+// the sign-in page says so.
+func (s *Service) LoginRedirect(c echo.Context, next string) error {
+	q := url.Values{"next": {next}}
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		q.Set("expired", "1")
+		s.setCookie(c, sessionCookie, "", -1)
+	}
+	status := http.StatusFound
+	if c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead {
+		status = http.StatusSeeOther
+	}
+	return c.Redirect(status, "/login?"+q.Encode())
+}
+
+// msgSessionExpired is the sign-in page's message after LoginRedirect found
+// a session that was no longer valid.
+const msgSessionExpired = "Your session expired; sign in again."
 
 func (s *Service) handleLoginPage(c echo.Context) error {
 	u, err := s.currentUser(c)
 	if err != nil {
 		return err
 	}
-	next := safeNext(c.QueryParam("next"))
+	next := safeNextOr(c.QueryParam("next"), "")
 	if u != nil {
+		if next == "" {
+			next = landing(u)
+		}
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	ctx := c.Request().Context()
+	msg := ""
+	if c.QueryParam("expired") == "1" {
+		msg = msgSessionExpired
+	}
 	return s.render(c, http.StatusOK, "login", &page{
-		Layout: web.Layout{Title: "Sign in"},
+		Layout: web.Layout{Title: "Sign in", Message: msg},
 		Next:   next,
 		CSRF:   s.csrfToken(ctx, s.csrfSeed(c), "login", ""),
 	})
@@ -197,7 +236,7 @@ func (s *Service) handleLoginPage(c echo.Context) error {
 
 func (s *Service) handleLogin(c echo.Context) error {
 	ctx := c.Request().Context()
-	next := safeNext(c.FormValue("next"))
+	next := safeNextOr(c.FormValue("next"), "")
 	if !s.checkCSRF(c, "login", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
 	}
@@ -246,6 +285,13 @@ func (s *Service) handleLogin(c echo.Context) error {
 	if err := s.startSession(c, u.ID); err != nil {
 		return err
 	}
+	if u.PasswordChangeRequired {
+		// A one-time password: choosing one comes before anything else.
+		return c.Redirect(http.StatusSeeOther, web.PasswordPath+"?next="+url.QueryEscape(next))
+	}
+	if next == "" {
+		next = landing(u)
+	}
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
@@ -263,10 +309,16 @@ func (s *Service) handleLogout(c echo.Context) error {
 // login page (returning nil user).
 func (s *Service) requireUser(c echo.Context, back string) (*users.User, error) {
 	u, err := s.currentUser(c)
-	if err != nil || u != nil {
-		return u, err
+	if err != nil {
+		return nil, err
 	}
-	return nil, loginRedirect(c, back)
+	if u == nil {
+		return nil, s.LoginRedirect(c, back)
+	}
+	if u.PasswordChangeRequired {
+		return nil, passwordRedirect(c, back)
+	}
+	return u, nil
 }
 
 // requireAdmin is requireUser plus what the operation policy asks of a

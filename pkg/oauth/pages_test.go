@@ -216,7 +216,7 @@ func TestLogin(t *testing.T) {
 		t.Fatalf("no csrf: %d", p.Code)
 	}
 	p = do(t, c, "POST", o.Server.URL+"/login", url.Values{"csrf_token": {csrf}, "email": {o.email}, "password": {testPassword}, "next": {"//evil.example.com"}})
-	if p.Code != http.StatusSeeOther || p.Location != "/account/apps" {
+	if p.Code != http.StatusSeeOther || p.Location != "/console/webhooks" {
 		t.Fatalf("login: %d %q", p.Code, p.Location)
 	}
 	// Cookie flags.

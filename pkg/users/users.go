@@ -38,6 +38,12 @@ type User struct {
 	// deactivated user cannot sign in, its tokens are revoked and refused,
 	// and its webhook registrations receive nothing.
 	DeactivatedAt *time.Time `json:"deactivated_at"`
+	// PasswordExpiresAt is set while the password is a one-time password
+	// (generated, not chosen): it works for one sign-in until then.
+	PasswordExpiresAt *time.Time `json:"-"`
+	// PasswordChangeRequired is set by the sign-in that used a one-time
+	// password: the user must choose a password before anything else.
+	PasswordChangeRequired bool `json:"-"`
 }
 
 // Active reports whether the user may sign in and act.
@@ -57,10 +63,11 @@ const (
 
 // Store reads and writes users of the tenant in the context.
 type Store struct {
-	db      *db.DB
-	hasher  *hasher
-	revoker Revoker
-	now     db.Clock
+	db          *db.DB
+	hasher      *hasher
+	revoker     Revoker
+	endSessions func(ctx context.Context, userID int64) error
+	now         db.Clock
 }
 
 // Revoker ends everything a user holds outside this table: access and
@@ -81,6 +88,16 @@ func WithRevoker(r Revoker) Option { return func(s *Store) { s.revoker = r } }
 
 // Option configures a Store.
 type Option func(*Store)
+
+// WithSessionEnder sets what IssueOneTimePassword calls to end the user's
+// sign-in sessions (pkg/oauth's store; tokens of apps stay).
+func WithSessionEnder(f func(ctx context.Context, userID int64) error) Option {
+	return func(s *Store) { s.endSessions = f }
+}
+
+// WithClock sets the store's clock (default: the time now), which decides
+// when one-time passwords expire.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
 // WithHashParams sets the argon2id cost of new password hashes (default
 // DefaultHashParams). Test harnesses pass a cheap set.
@@ -106,9 +123,20 @@ func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSp
 // of a 56-letter alphabet, about 116 bits.
 const oneTimePasswordLen = 20
 
+// OneTimePasswordTTL is how long a generated password works (for one
+// sign-in) after it was made.
+const OneTimePasswordTTL = 72 * time.Hour
+
+// noPassword is the hash of an account without a usable password: after
+// its one-time password was used and before the user chose one. No
+// password verifies against it.
+const noPassword = "!"
+
 // CreateWithPassword is Create for the API, the console and the CLI: when
-// password is empty a random one is generated and returned (once; only its
-// hash is kept). A given password must pass the policy (CheckPassword).
+// password is empty a one-time password is generated and returned (once;
+// only its hash is kept): it works for one sign-in within
+// OneTimePasswordTTL, after which the user must choose a password. A given
+// password must pass the policy (CheckPassword).
 func (s *Store) CreateWithPassword(ctx context.Context, email, name, role, password string) (u *User, generated string, err error) {
 	chosen := password != ""
 	if !chosen {
@@ -259,7 +287,8 @@ func (s *Store) Create(ctx context.Context, email, name, role, password string) 
 }
 
 // create is Create; the policy applies to chosen passwords, not to the
-// generated ones (long and random, only their length is checked).
+// generated ones (long and random, only their length is checked), which
+// are one-time passwords.
 func (s *Store) create(ctx context.Context, email, name, role, password string, chosen bool) (_ *User, err error) {
 	tid := tenant.ID(ctx)
 	defer apperr.Wrap(&err, "users.Create(tenant %d)", tid)
@@ -288,6 +317,10 @@ func (s *Store) create(ctx context.Context, email, name, role, password string, 
 		return nil, err
 	}
 	u := &User{TenantID: tid, Email: email, Name: name, Role: role, PasswordHash: hash}
+	if !chosen {
+		until := s.now.Now().Add(OneTimePasswordTTL)
+		u.PasswordExpiresAt = &until
+	}
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		id, err := db.NextID(tx, tid, Sequence)
 		if err != nil {
@@ -440,12 +473,19 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 	if err != nil {
 		return nil, err
 	}
+	if u.PasswordHash == noPassword {
+		s.hasher.verify(s.hasher.dummy(), password)
+		return nil, fail
+	}
 	ok, rehash, err := s.hasher.verify(u.PasswordHash, password)
 	if err != nil {
 		return nil, fmt.Errorf("users.Authenticate(user %d): %w", u.ID, err)
 	}
 	if !ok {
 		return nil, fail
+	}
+	if u.PasswordExpiresAt != nil {
+		return s.useOneTimePassword(ctx, u, fail)
 	}
 	if rehash {
 		// Upgrade hashes made with older parameters while we know the
@@ -458,6 +498,121 @@ func (s *Store) Authenticate(ctx context.Context, email, password string) (*User
 		}
 	}
 	return u, nil
+}
+
+// useOneTimePassword ends the one-time password u signed in with: it works
+// once, before it expires, and the sign-in that uses it must lead to
+// choosing a password (PasswordChangeRequired). Of two sign-ins racing
+// with it, one wins: the update is conditional on the hash just verified.
+func (s *Store) useOneTimePassword(ctx context.Context, u *User, fail error) (*User, error) {
+	now := s.now.Now()
+	if !now.Before(*u.PasswordExpiresAt) {
+		return nil, fail
+	}
+	res := tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ? AND password_hash = ?", u.ID, u.PasswordHash).
+		Updates(map[string]any{"password_hash": noPassword, "password_expires_at": nil, "password_change_required": true, "updated_at": now})
+	if res.Error != nil {
+		return nil, fmt.Errorf("users.Authenticate(user %d): use the one-time password: %w", u.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, fail
+	}
+	u.PasswordHash, u.PasswordExpiresAt, u.PasswordChangeRequired = noPassword, nil, true
+	return u, nil
+}
+
+// IssueOneTimePassword gives user id a new one-time password (an admin's
+// reset: the user forgot theirs, or never signed in) and returns it, shown
+// once, and when it expires. The user's current password stops working
+// and their sign-in sessions end; their apps' tokens stay. A deactivated
+// user gets none (apperr.Conflict).
+func (s *Store) IssueOneTimePassword(ctx context.Context, id int64) (password string, expiresAt time.Time, err error) {
+	defer apperr.Wrap(&err, "users.IssueOneTimePassword(%d)", id)
+	u, err := s.Get(ctx, id)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if !u.Active() {
+		return "", time.Time{}, apperr.E(apperr.Conflict, "the user is deactivated; a one-time password would not let them sign in")
+	}
+	if password, err = randomPassword(); err != nil {
+		return "", time.Time{}, err
+	}
+	hash, err := s.hasher.hash(password)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	now := s.now.Now()
+	expiresAt = now.Add(OneTimePasswordTTL)
+	res := tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ? AND deactivated_at IS NULL", id).Updates(map[string]any{
+		"password_hash": hash, "password_expires_at": expiresAt, "password_change_required": false, "updated_at": now,
+	})
+	if res.Error != nil {
+		return "", time.Time{}, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return "", time.Time{}, apperr.E(apperr.Conflict, "the user is deactivated; a one-time password would not let them sign in")
+	}
+	if s.endSessions != nil {
+		if err := s.endSessions(ctx, id); err != nil {
+			return "", time.Time{}, err
+		}
+	}
+	return password, expiresAt, nil
+}
+
+// ChangePassword is a signed-in user's change of their own password: the
+// current one must match (apperr.Invalid on "current_password"), except
+// right after a sign-in with a one-time password (PasswordChangeRequired),
+// and the new one must pass the policy (on "password"). Ending the user's
+// other sessions is the caller's (it knows which one is current).
+func (s *Store) ChangePassword(ctx context.Context, id int64, current, password string) (err error) {
+	defer apperr.Wrap(&err, "users.ChangePassword(%d)", id)
+	u, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	fe := apperr.FieldErrors{}
+	if !u.PasswordChangeRequired {
+		ok := false
+		if u.PasswordHash != noPassword && utf8.RuneCountInString(current) <= MaxPasswordLen {
+			if ok, _, err = s.hasher.verify(u.PasswordHash, current); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			fe.Add("current_password", "is not your current password")
+		} else if current == password {
+			fe.Add("password", "must differ from your current password")
+		}
+	}
+	if err := s.checkPassword(ctx, fe, password, u.Email); err != nil {
+		return err
+	}
+	if err := fe.Err(apperr.Invalid, "invalid password"); err != nil {
+		return err
+	}
+	return s.storePassword(ctx, id, password)
+}
+
+// storePassword replaces the password of user id with a chosen one
+// (checked by the caller): it is no one-time password, and nothing more
+// must be chosen.
+func (s *Store) storePassword(ctx context.Context, id int64, password string) error {
+	hash, err := s.hasher.hash(password)
+	if err != nil {
+		return err
+	}
+	res := tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ?", id).Updates(map[string]any{
+		"password_hash": hash, "password_expires_at": nil, "password_change_required": false, "updated_at": s.now.Now(),
+	})
+	if res.Error != nil {
+		return fmt.Errorf("users: set password of %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return apperr.E(apperr.NotFound, "user not found")
+	}
+	return nil
 }
 
 // SetPassword replaces the password of user id in the current tenant with
@@ -475,16 +630,5 @@ func (s *Store) SetPassword(ctx context.Context, id int64, password string) erro
 	if err := fe.Err(apperr.Invalid, "invalid password"); err != nil {
 		return err
 	}
-	hash, err := s.hasher.hash(password)
-	if err != nil {
-		return err
-	}
-	res := tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ?", id).Update("password_hash", hash)
-	if res.Error != nil {
-		return fmt.Errorf("users.SetPassword(%d): %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return apperr.E(apperr.NotFound, "user not found")
-	}
-	return nil
+	return s.storePassword(ctx, id, password)
 }

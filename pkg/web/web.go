@@ -35,6 +35,11 @@ const StylePath = "/assets/console.css"
 // Home is where the brand link and a browser at the tenant root go.
 const Home = "/console/webhooks"
 
+// PasswordPath is the password page (pkg/oauth): a signed-in user changes
+// their password there, and one who signed in with a one-time password is
+// sent there by every page until they have chosen one.
+const PasswordPath = "/account/password"
+
 var style = func() []byte {
 	b, err := files.ReadFile("static/console.css")
 	if err != nil {
@@ -57,6 +62,7 @@ var navItems = []struct {
 	{NavItem{"users", "Users", "/console/users"}, "listUsers"},
 	{NavItem{"developer", "Developer apps", "/developer/my-apps"}, "manageApps"},
 	{NavItem{"account", "Authorized apps", "/account/apps"}, ""},
+	{NavItem{"password", "Password", PasswordPath}, ""},
 }
 
 // Menu is the navigation u sees under pol (Layout.Menu). Pages still ask

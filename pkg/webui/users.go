@@ -93,3 +93,29 @@ func (cs *Console) deactivateUser(r *req) error {
 	}
 	return cs.done(r, "/console/users", flash{Notice: fmt.Sprintf("User %d was deactivated; their sessions and tokens are revoked.", id)})
 }
+
+// issueOneTimePassword gives a user a new one-time password (as POST
+// /users/{id}/one-time-password), shown once after the redirect.
+func (cs *Console) issueOneTimePassword(r *req) error {
+	if err := cs.permitOr403(r, "issueOneTimePassword"); err != nil {
+		return err
+	}
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return err
+	}
+	ctx := r.Request().Context()
+	u, err := cs.d.Users.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	pw, expires, err := cs.d.Users.IssueOneTimePassword(ctx, id)
+	if err != nil {
+		return cs.usersRefused(r, err, &usersPage{Role: "member"})
+	}
+	return cs.done(r, "/console/users", flash{
+		Notice: fmt.Sprintf("Give %s this one-time password; it is shown only once and works for one sign-in until %s. Their password no longer works and their sessions were signed out.",
+			u.Email, expires.UTC().Format("2006-01-02 15:04 UTC")),
+		Secret: pw,
+	})
+}

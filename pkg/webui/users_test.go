@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -110,6 +111,56 @@ func TestUserPagePasswordPolicy(t *testing.T) {
 			}
 			if page := admin.do("GET", "/console/users", nil); !strings.Contains(page.body, "kari.nordmann@acme.example.com was created") {
 				t.Errorf("no notice of the new user")
+			}
+		})
+	}
+}
+
+// TestUserPageOneTimePassword: an admin gives a user a new one-time
+// password from the console; it is shown once, the user's sessions end,
+// and it signs in once, straight to choosing a password.
+func TestUserPageOneTimePassword(t *testing.T) {
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := newEnv(t, apitest.WithDB(testdb.Open(t, dialect)))
+			acme := newOrg(t, env, "acme")
+			member := acme.client(t)
+			member.login(acme.member)
+			admin := acme.client(t)
+			admin.login(acme.admin)
+			tok := csrf(t, admin.do("GET", "/console/users", nil).body)
+			r := admin.do("POST", fmt.Sprintf("/console/users/%d/one-time-password", acme.member.id), url.Values{"csrf_token": {tok}})
+			if r.code != http.StatusSeeOther {
+				t.Fatalf("issue: %d", r.code)
+			}
+			page := admin.do("GET", "/console/users", nil)
+			m := regexp.MustCompile(`<code id="secret">([^<]+)</code>`).FindStringSubmatch(page.body)
+			if m == nil || !strings.Contains(page.body, "works for one sign-in until") {
+				t.Fatalf("no one-time password shown: %s", page.body)
+			}
+			otp := html.UnescapeString(m[1])
+			if again := admin.do("GET", "/console/users", nil); strings.Contains(again.body, otp) {
+				t.Error("the one-time password is shown twice")
+			}
+			if r := member.do("GET", "/console/webhooks", nil); r.code != http.StatusFound || !strings.HasPrefix(r.location, "/login") {
+				t.Errorf("the member's session after the new one-time password: %d %q", r.code, r.location)
+			}
+			c := acme.client(t)
+			login := c.do("GET", "/login", nil)
+			r = c.do("POST", "/login", url.Values{"csrf_token": {csrf(t, login.body)}, "email": {acme.member.email}, "password": {otp}})
+			if r.code != http.StatusSeeOther || !strings.HasPrefix(r.location, "/account/password") {
+				t.Fatalf("sign-in with the one-time password: %d %q", r.code, r.location)
+			}
+			// Members may not issue one; a deactivated user gets none.
+			m2 := acme.client(t)
+			m2.login(acme.viewer)
+			if r := m2.post("/console/webhooks", fmt.Sprintf("/console/users/%d/one-time-password", acme.admin.id)); r.code != http.StatusForbidden {
+				t.Errorf("a viewer issues one: %d", r.code)
+			}
+			acme.Do("DELETE", fmt.Sprintf("/api/1.0/users/%d", acme.viewer.id), acme.admin.token, nil).Status(t, http.StatusNoContent)
+			r = admin.do("POST", fmt.Sprintf("/console/users/%d/one-time-password", acme.viewer.id), url.Values{"csrf_token": {tok}})
+			if r.code != http.StatusBadRequest || !strings.Contains(r.body, "deactivated") {
+				t.Errorf("a deactivated user: %d", r.code)
 			}
 		})
 	}

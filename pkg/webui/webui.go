@@ -45,6 +45,7 @@ type Sessions interface {
 	FormToken(c echo.Context, purpose string) string
 	CheckForm(c echo.Context, purpose string) bool
 	LogoutToken(c echo.Context) string
+	LoginRedirect(c echo.Context, next string) error
 	SetFlash(c echo.Context, userID int64, path string, v any) error
 	TakeFlash(c echo.Context, userID int64, path string, v any) bool
 }
@@ -110,6 +111,7 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/users", h(cs.post(cs.createUser)))
 	e.POST("/console/users/:id/role", h(cs.post(cs.changeRole)))
 	e.POST("/console/users/:id/deactivate", h(cs.post(cs.deactivateUser)))
+	e.POST("/console/users/:id/one-time-password", h(cs.post(cs.issueOneTimePassword)))
 }
 
 // req is one console request: the signed-in user as the principal the
@@ -132,10 +134,21 @@ func (cs *Console) handle(h handler) echo.HandlerFunc {
 			return cs.fail(c, nil, err)
 		}
 		if u == nil {
+			// Back to this page after signing in; a form posted without a
+			// session is dropped, and its page is shown again instead.
+			next := c.Request().URL.RequestURI()
 			if c.Request().Method != http.MethodGet {
-				return c.Redirect(http.StatusSeeOther, "/login")
+				next = formPage(c.Request())
 			}
-			return c.Redirect(http.StatusFound, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			return cs.d.Sessions.LoginRedirect(c, next)
+		}
+		if u.PasswordChangeRequired {
+			// Signed in with a one-time password: choosing one comes first.
+			next := c.Request().URL.RequestURI()
+			if c.Request().Method != http.MethodGet {
+				next = web.Home
+			}
+			return c.Redirect(http.StatusFound, web.PasswordPath+"?next="+url.QueryEscape(next))
 		}
 		r := &req{Context: c, user: u, p: &auth.Principal{TenantID: tenant.ID(c.Request().Context()), UserID: u.ID, Role: u.Role}, pol: cs.d.Policy}
 		if err := h(r); err != nil {
@@ -143,6 +156,16 @@ func (cs *Console) handle(h handler) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// formPage is the console page a form was posted from (its Referer on
+// this host, under /console/), or the console's home.
+func formPage(r *http.Request) string {
+	ref, err := url.Parse(r.Header.Get("Referer"))
+	if err != nil || ref.Host != r.Host || !strings.HasPrefix(ref.Path, "/console/") || strings.ContainsAny(ref.Path, "\\\r\n") {
+		return web.Home
+	}
+	return ref.RequestURI()
 }
 
 // post checks the form's CSRF token before h.

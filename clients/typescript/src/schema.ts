@@ -86,6 +86,34 @@ export interface paths {
         patch: operations["updateUser"];
         trace?: never;
     };
+    "/api/1.0/users/{user_id}/one-time-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new one-time password
+         * @description Admins only, with the `users:write` scope. Gives the user a new generated password, returned once in
+         *     `one_time_password` (only its hash is kept): hand it to the user. It works for one sign-in within 72 hours
+         *     (`expires_at`), and that sign-in leads straight to choosing a password. The user's current password stops
+         *     working and their browser sessions end; tokens of apps they authorized stay valid. A deactivated user gets none
+         *     (409). With an `Idempotency-Key`, a retry gets the same password again (kept encrypted for the key's 24 hours)
+         *     instead of a second one.
+         */
+        post: operations["issueOneTimePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/1.0/clients": {
         parameters: {
             query?: never;
@@ -964,8 +992,25 @@ export interface components {
         /** @description A new user, and the password generated for it when none was given. */
         UserCreated: {
             user: components["schemas"]["User"];
-            /** @description The generated password, shown this once (only its hash is kept); null when the request set one. */
+            /**
+             * @description The generated one-time password, shown this once (only its hash is kept); null when the request set one.
+             *     It works for one sign-in within 72 hours, which leads straight to choosing a password;
+             *     `POST /api/1.0/users/{user_id}/one-time-password` issues a new one.
+             */
             one_time_password: string | null;
+        };
+        /** @description A one-time password an admin issued for a user. */
+        OneTimePassword: {
+            /**
+             * @description The generated password, shown this once (only its hash is kept). It works for one sign-in, which leads
+             *     straight to choosing a password.
+             */
+            one_time_password: string;
+            /**
+             * Format: date-time
+             * @description When the one-time password stops working if unused (72 hours after it was issued).
+             */
+            expires_at: string;
         };
         UserCreate: {
             /** @description Sign-in email, unique in the tenant (compared in lower case). */
@@ -2593,6 +2638,63 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    issueOneTimePassword: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe. Send a new random value (a UUID) with each logical request and the same value when you retry it.
+                 *     A key is yours alone: it belongs to the tenant, the OAuth app and the user the token acts for. A retry is
+                 *     authenticated and authorized exactly as a first request is, before any stored result is looked at.
+                 *
+                 *     The first request with a key runs once, and its outcome is stored for 24 hours in the same transaction as its
+                 *     effects: a retry with the same key, path and body gets the stored status and body again, with
+                 *     `Idempotent-Replayed: true` and the first request's id in `Original-Request`, and nothing runs again (no second
+                 *     resource, no second event). Stored outcomes are successes (2xx) and the 4xx answers of the operation's own rules
+                 *     (for example `duplicate` or `not_found`, which changed nothing): retrying those returns the same answer, so fix the
+                 *     request and send it with a new key. Nothing is stored for a request refused before it ran (401, 403, 400 from
+                 *     validation, 429) or that failed without a decision (5xx, `unavailable`): retrying it with the same key runs it.
+                 *
+                 *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
+                 *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
+                 *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The user id. */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new one-time password. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "Original-Request": components["headers"]["OriginalRequest"];
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OneTimePassword"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];

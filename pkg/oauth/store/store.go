@@ -673,6 +673,21 @@ func (s *Store) RevokeUser(ctx context.Context, userID int64) error {
 	})
 }
 
+// RevokeSessions ends the user's sign-in sessions but the one whose id
+// hashes to keepHash ("" for none): after a password change, a new
+// one-time password, or a forced choice of password. The user's apps keep
+// their tokens (README, Security).
+func (s *Store) RevokeSessions(ctx context.Context, userID int64, keepHash string) error {
+	q := s.table(ctx, "web_sessions").Where("user_id = ?", userID)
+	if keepHash != "" {
+		q = q.Where("id_hash <> ?", keepHash)
+	}
+	if err := q.Delete(map[string]any{}).Error; err != nil {
+		return fmt.Errorf("oauth store: end the sessions of user %d: %w", userID, err)
+	}
+	return nil
+}
+
 // RevokeUserApp removes a user's grant to an app: the remembered consent,
 // every access token (deleted) and refresh token (deactivated), and unused
 // codes. Used by /account/apps.
