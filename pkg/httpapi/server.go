@@ -7,10 +7,12 @@
 // The chain, outermost first:
 //
 //	[Deps.Trace: the server span, when tracing is on] → request id → access log → recover → body limit → tenant (from Host)
-//	  → deprecation headers (deprecation.go) → Deps.Middleware (metrics, rate limit)
-//	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
-//	    request validation → idempotency keys (POST) → authorization
-//	    (operation's scopes and role)
+//	  → deprecation headers (deprecation.go) → Deps.Middleware (metrics)
+//	  → [/api/1.0 only] bearer auth, charging the rate limits (Deps.Budget)
+//	    → text check (NUL, UTF-8) → OpenAPI request validation
+//	    → idempotency keys (POST, idempotency.go)
+//	    → the strict middlewares, keyed by operation: authorization
+//	      (authorize.go, the operation policy: scopes and role)
 //	  → handler
 //
 // Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
@@ -92,7 +94,7 @@ type Deps struct {
 	// (pkg/app installs otelecho there only when tracing is on).
 	Trace echo.MiddlewareFunc
 	// Middleware runs, in order, after tenant resolution on every tenant
-	// route and on the operational endpoints (metrics, then the rate limit).
+	// route and on the operational endpoints (pkg/app passes the metrics).
 	Middleware []echo.MiddlewareFunc
 	// Routes registers what is served beside the JSON API on the same echo
 	// instance: the OAuth endpoints and pages, /metrics, /docs.
