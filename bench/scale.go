@@ -146,7 +146,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 			{"acts?status=final deep (row 90%)", fmt.Sprintf("/api/1.0/acts?status=final&limit=25&page=%d", max(1, acts/4/25*9/10)), e.Token},
 			{"acts?client_id=… (a client with acts)", fmt.Sprintf("/api/1.0/acts?client_id=%d", 1+7919%size), e.Token},
 			{fmt.Sprintf("acts/{uuid} (%d data points)", scalePoints), "/api/1.0/acts/" + actUUID, e.Token},
-			// The filters and incremental sync of issue 16.2: a stored total
+			// The list filters and incremental sync: a stored total
 			// (country, org_number, template_id) or one counted over the
 			// filter's index, bounded by its matches (q: 1,111 names at any
 			// size from 10k; updated_since: the last 1,000 seeded changes
@@ -230,7 +230,8 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 }
 
 // scalePoints is the number of data points per seeded act: 200,000 acts
-// at 1M clients hold the 10,000,000 data points of issue 13.
+// at 1M clients hold 10,000,000 data points, the size the act tables
+// are planned for.
 const scalePoints = 50
 
 // actUUID is act g's uuid in SQL: deterministic, and a valid version-4

@@ -1,4 +1,4 @@
--- Fair claiming (issue 19): workers claim per registration, at most
+-- Fair claiming: workers claim per registration, at most
 -- FINSVC_WEBHOOK_ENDPOINT_CONCURRENCY attempts in flight for each. The claim
 -- reads each registration's oldest due deliveries and counts its leased
 -- ones; these indexes make both a short index range per registration, so a

@@ -1,4 +1,4 @@
--- Endpoint health (issue 19) and automatic disabling (issue 16, item 4).
+-- Endpoint health and automatic disabling of a registration that keeps failing.
 -- A registration's attempts feed a circuit breaker: after a run of failures
 -- its circuit opens until circuit_open_until and the claim skips it, so a
 -- dead endpoint holds no worker; failing_since is the first failure since

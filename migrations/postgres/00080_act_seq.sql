@@ -1,4 +1,4 @@
--- Deep pages of acts by an index, not by skipping (issue 13).
+-- Deep pages of acts by an index, not by skipping.
 --
 -- Acts are listed newest first. created_at has no dense key to seek by, so
 -- a deep page had to skip every index entry before it. seq is the act's

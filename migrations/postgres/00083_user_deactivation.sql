@@ -1,4 +1,4 @@
--- Users can be deactivated (DELETE /api/1.0/users/{id}, issue 16.3): the
+-- Users can be deactivated (DELETE /api/1.0/users/{id}): the
 -- row stays (history, webhook registrations and audit name it), sign-in and
 -- bearer checks refuse it, and its tokens are revoked. A deactivation must
 -- reach every replica's token cache at once, like a role change.

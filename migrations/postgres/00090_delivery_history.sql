@@ -1,5 +1,5 @@
--- The live queue apart from the history (issue 13: the outbox claim with a
--- long delivered history). deliveries keeps only live rows (pending,
+-- The live queue apart from the history, so that the outbox claim stays
+-- fast however long the delivered history grows. deliveries keeps only live rows (pending,
 -- delivering); a delivery moves to delivery_history, in the statement that
 -- records its final status, and back when it is redelivered. The claim
 -- updates the rows it takes, and a claim changes status, so no update is

@@ -1,4 +1,4 @@
--- List filters (issue 16.2): clients by country, org_number and a
+-- List filters: clients by country, org_number and a
 -- case-insensitive company-name prefix (q); acts by template_id.
 --
 -- Equality filters keep exact totals in list_counts, maintained by the

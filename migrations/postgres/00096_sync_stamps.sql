@@ -1,4 +1,4 @@
--- Incremental sync (issue 16.2): lists with updated_since are ordered by
+-- Incremental sync: lists with updated_since are ordered by
 -- (updated_at, id) and read by these indexes, which also count the rows
 -- changed since (an index-only scan as long as the changes since).
 --

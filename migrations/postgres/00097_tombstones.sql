@@ -1,4 +1,4 @@
--- Tombstones (issue 16.2): a deleted client or act leaves a row here, in
+-- Tombstones: a deleted client or act leaves a row here, in
 -- the deleting transaction, so that an incremental sync learns of the
 -- deletion (GET /deleted/clients, GET /deleted/acts). deleted_at is a
 -- stamp of the list the row was deleted from (db.Stamp): unique per tenant

@@ -1,4 +1,4 @@
--- Deep pages of the clients list filtered by country (issue 16.2 at scale):
+-- Deep pages of the clients list filtered by country, at any size:
 -- list_blocks of kind 'clients:country:<XX>' count each country's clients
 -- per block of 1,024 ids, as 'clients' does for the whole list (migration
 -- 00060), so counts.Seek finds page N of one country without OFFSET over

@@ -1,4 +1,4 @@
--- Tracing (issue 16.5): the W3C traceparent of the request that caused an
+-- Tracing: the W3C traceparent of the request that caused an
 -- event, so that each delivery attempt continues that trace and sends it to
 -- the receiver. NULL when the request was not traced (tracing off) or the
 -- event predates this column.

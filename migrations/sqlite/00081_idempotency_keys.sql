@@ -1,4 +1,4 @@
--- Idempotency keys (issue 16.1): the stored result of the first successful
+-- Idempotency keys: the stored result of the first successful
 -- POST with a key, per tenant and OAuth app, for 24 hours (pkg/idempotency).
 -- The key itself is kept only as a SHA-256 digest.
 

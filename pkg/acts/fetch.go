@@ -142,7 +142,7 @@ func (s *Store) persistRequest(ctx context.Context, tx *gorm.DB, p *auth.Princip
 	}
 	var c *clients.Client
 	if sel.builtin {
-		if c, err = s.Clients.Get(ctx, tx, sel.act.ClientID); err != nil {
+		if c, err = s.Clients.GetTx(ctx, tx, sel.act.ClientID); err != nil {
 			return nil, fmt.Errorf("load client %d: %w", sel.act.ClientID, err)
 		}
 	}

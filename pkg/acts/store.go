@@ -111,13 +111,13 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, clientID, templat
 		// client cannot be deleted, nor the template edited in place, before
 		// the act that uses them commits.
 		fe := apperr.FieldErrors{}
-		c, err := s.Clients.Get(ctx, tx, clientID)
+		c, err := s.Clients.GetTx(ctx, tx, clientID)
 		if apperr.Is(err, apperr.NotFound) {
 			fe.Add("client_id", fmt.Sprintf("client %d does not exist", clientID))
 		} else if err != nil {
 			return err
 		}
-		tpl, err := s.Templates.Get(ctx, tx, templateID)
+		tpl, err := s.Templates.GetTx(ctx, tx, templateID)
 		if apperr.Is(err, apperr.NotFound) {
 			fe.Add("template_id", fmt.Sprintf("template %d does not exist", templateID))
 		} else if err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // A second, independent implementation checks every response and every
-// webhook payload beside kin-openapi (issue 16.6): pb33f's
+// webhook payload beside kin-openapi: pb33f's
 // libopenapi-validator. Two validators disagreeing is how a construct that
 // only one of them accepts (and so only some integrators' tools) shows up
 // before an integrator finds it.

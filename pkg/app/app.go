@@ -2,8 +2,9 @@
 // service from its configuration. It opens the database (unless given one),
 // builds every store and service once, hands them to the HTTP layer
 // (httpapi.Deps) and owns every goroutine and connection that lives beside
-// the requests: the webhook delivery worker, the OAuth janitor, the bearer
-// token cache's LISTEN connection and the rate limiter's Redis client.
+// the requests: the webhook delivery worker, the OAuth janitor, the
+// retention purger, SQLite's statistics refresh, the bearer token cache's
+// LISTEN connection and the rate limiter's Redis client.
 //
 //	a, err := app.New(cfg, app.WithLogger(logger))
 //	defer a.Close()
@@ -412,8 +413,10 @@ func (a *App) Services() httpapi.Services { return a.services }
 // Metrics is the Prometheus registry behind /metrics.
 func (a *App) Metrics() *metrics.Metrics { return a.metrics }
 
-// Start runs the background work: the webhook delivery worker, the OAuth
-// janitor and the token cache's listener. ctx carries values only: its
+// Start runs the background work: the webhook delivery worker (unless
+// WithoutDeliveries), the OAuth janitor, the retention purger, SQLite's
+// planner statistics (nothing on PostgreSQL) and the token cache's
+// listener (PostgreSQL only). ctx carries values only: its
 // cancellation does not stop them (it would abandon deliveries in flight);
 // Stop or Close does, gracefully. Start may be called once.
 func (a *App) Start(ctx context.Context) error {

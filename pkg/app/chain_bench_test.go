@@ -56,7 +56,7 @@ func BenchmarkGetClientChain(b *testing.B) {
 			store := clients.NewStore(d)
 			bare.GET("/bare/clients/:id", func(ec echo.Context) error {
 				id, _ := strconv.ParseInt(ec.Param("id"), 10, 64)
-				cl, err := store.Get(tenant.NewContext(ec.Request().Context(), acme.Tenant), nil, id)
+				cl, err := store.Get(tenant.NewContext(ec.Request().Context(), acme.Tenant), id)
 				if err != nil {
 					return err
 				}

@@ -114,7 +114,7 @@ func (e *Error) WithField(field, msg string) *Error {
 	return e
 }
 
-// Fields is a builder for field-level validation messages.
+// FieldErrors is a builder for field-level validation messages.
 type FieldErrors map[string][]string
 
 // Add records a message for a field.

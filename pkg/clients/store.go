@@ -198,15 +198,17 @@ func (s *Store) List(ctx context.Context, f Filter, p page.Request) (_ []Client,
 }
 
 // Get returns the client with id, or apperr.NotFound (also for another
-// tenant's client). tx may be nil; pass the caller's transaction to read
-// inside it (creating an act, filling built-in fields). On PostgreSQL a
-// read in a transaction takes a FOR KEY SHARE lock, the same lock the acts
-// foreign key takes, so the client cannot be deleted before the caller
-// commits; on SQLite the transaction holds the write lock anyway.
-func (s *Store) Get(ctx context.Context, tx *gorm.DB, id int64) (*Client, error) {
-	if tx == nil {
-		return s.read(ctx, s.db.DB, getClient, id)
-	}
+// tenant's client).
+func (s *Store) Get(ctx context.Context, id int64) (*Client, error) {
+	return s.read(ctx, s.db.DB, getClient, id)
+}
+
+// GetTx is Get inside the caller's transaction tx (creating an act,
+// filling built-in fields). On PostgreSQL it takes a FOR KEY SHARE lock,
+// the same lock the acts foreign key takes, so the client cannot be
+// deleted before the caller commits; on SQLite the transaction holds the
+// write lock anyway.
+func (s *Store) GetTx(ctx context.Context, tx *gorm.DB, id int64) (*Client, error) {
 	return s.read(ctx, tx, getClientKeyShare, id)
 }
 

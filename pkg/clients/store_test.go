@@ -82,11 +82,11 @@ func TestStoreCRUDTwoTenants(t *testing.T) {
 			t.Fatalf("ids = %d, %d, %d; want per-tenant ids 1, 1, 2", a1.ID, b1.ID, a2.ID)
 		}
 
-		got, err := s.Get(ctxB, nil, 1)
+		got, err := s.Get(ctxB, 1)
 		if err != nil || got.CompanyName != "Bravo One" {
 			t.Fatalf("Get(B, 1) = %+v, %v; want Bravo One", got, err)
 		}
-		if _, err := s.Get(ctxB, nil, 2); !apperr.Is(err, apperr.NotFound) {
+		if _, err := s.Get(ctxB, 2); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("Get(B, 2) err = %v, want NotFound (acme's client 2)", err)
 		}
 		if got.CreatedAt.IsZero() || !got.CreatedAt.Equal(got.UpdatedAt) {
@@ -110,11 +110,11 @@ func TestStoreCRUDTwoTenants(t *testing.T) {
 		if !up.UpdatedAt.After(up.CreatedAt) && !up.UpdatedAt.Equal(up.CreatedAt) {
 			t.Fatalf("updated_at %v before created_at %v", up.UpdatedAt, up.CreatedAt)
 		}
-		reread, _ := s.Get(ctxB, nil, 1)
+		reread, _ := s.Get(ctxB, 1)
 		if reread.CompanyName != name || reread.CreditLimit.String() != "10.5" || !reread.UpdatedAt.Equal(up.UpdatedAt) {
 			t.Fatalf("re-read = %+v, want the update", reread)
 		}
-		if a, _ := s.Get(ctxA, nil, 1); a.CompanyName != "Acme One" {
+		if a, _ := s.Get(ctxA, 1); a.CompanyName != "Acme One" {
 			t.Fatalf("tenant A's client changed: %+v", a)
 		}
 		if _, err := s.Update(ctxB, 2, clients.Patch{CompanyName: &name}); !apperr.Is(err, apperr.NotFound) {
@@ -128,10 +128,10 @@ func TestStoreCRUDTwoTenants(t *testing.T) {
 		if err := s.Delete(ctxB, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Get(ctxB, nil, 1); !apperr.Is(err, apperr.NotFound) {
+		if _, err := s.Get(ctxB, 1); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("deleted client still there: %v", err)
 		}
-		if _, err := s.Get(ctxA, nil, 1); err != nil {
+		if _, err := s.Get(ctxA, 1); err != nil {
 			t.Fatalf("A's client 1 gone with B's: %v", err)
 		}
 	})
@@ -150,7 +150,7 @@ func TestStoreDeleteRefusedWithActs(t *testing.T) {
 		if f := fieldsOf(t, err); len(f["client"]) == 0 {
 			t.Fatalf("errors = %v, want errors.client", f)
 		}
-		if _, err := s.Get(ctxA, nil, a.ID); err != nil {
+		if _, err := s.Get(ctxA, a.ID); err != nil {
 			t.Fatalf("client deleted despite refusal: %v", err)
 		}
 		// B's client with the same id has no acts of its own.
@@ -213,7 +213,7 @@ func TestCreditLimitExact(t *testing.T) {
 		ctx, tn := testdb.NewTenant(t, d, "acme")
 		for _, v := range []string{"12345678901234567.89", "999999999999999999.99", "0.01", "0", "90071992547409.93"} {
 			c := mustCreate(t, s, ctx, clients.Input{CompanyName: "A", OrgNumber: "1", Country: "NO", CreditLimit: money.MustParse(v)})
-			got, err := s.Get(ctx, nil, c.ID)
+			got, err := s.Get(ctx, c.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,7 +434,7 @@ func TestDeleteRacesActCreation(t *testing.T) {
 				})
 			})
 			wg.Wait()
-			_, getErr := s.Get(ctx, nil, c.ID)
+			_, getErr := s.Get(ctx, c.ID)
 			switch {
 			case delErr == nil && actErr != nil && db.IsForeignKeyViolation(actErr) && apperr.Is(getErr, apperr.NotFound):
 				outcomes["deleted first"]++
@@ -464,7 +464,7 @@ func TestGetInTxHoldsClient(t *testing.T) {
 			var delErr error
 			var wg sync.WaitGroup
 			err := d.Tx(ctx, func(tx *gorm.DB) error {
-				if _, err := s.Get(ctx, tx, c.ID); err != nil {
+				if _, err := s.GetTx(ctx, tx, c.ID); err != nil {
 					return err
 				}
 				wg.Go(func() { delErr = s.Delete(ctx, c.ID) })

@@ -73,7 +73,7 @@ func seedTemplates(s *Seeder) error {
 			err error
 		)
 		if res.RowsAffected > 0 {
-			t, err = st.Get(s.Ctx, nil, id)
+			t, err = st.Get(s.Ctx, id)
 		} else {
 			t, err = st.Create(s.Ctx, in)
 		}

@@ -92,16 +92,16 @@ func (d decimal) format(places int) string {
 	return b.String()
 }
 
-// cmp compares two decimals exactly: -1 if a < b, 0 if equal, +1 if a > b.
-func (a decimal) cmp(b decimal) int {
-	if a.neg != b.neg {
-		if a.neg {
+// cmp compares two decimals exactly: -1 if d < b, 0 if equal, +1 if d > b.
+func (d decimal) cmp(b decimal) int {
+	if d.neg != b.neg {
+		if d.neg {
 			return -1
 		}
 		return 1
 	}
-	c := cmpAbs(a, b)
-	if a.neg {
+	c := cmpAbs(d, b)
+	if d.neg {
 		return -c
 	}
 	return c

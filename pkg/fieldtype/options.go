@@ -211,7 +211,7 @@ func isUpperCode(s string) bool {
 	return true
 }
 
-// checkLabel checks a short single-line string such as a choice or a column
+// CheckLabel checks a short single-line string such as a choice or a column
 // name: valid UTF-8, no control characters, no surrounding white space (which
 // would make "Yes" and "Yes " two different choices that look the same).
 // CheckLabel checks a display label (a name or choice): non-empty, valid

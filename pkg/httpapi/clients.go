@@ -35,7 +35,7 @@ func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsReq
 
 // GetClient is GET /clients/{id}.
 func (h *Handlers) GetClient(ctx context.Context, req apiserver.GetClientRequestObject) (apiserver.GetClientResponseObject, error) {
-	c, err := h.svc.Clients.Get(ctx, nil, req.Id)
+	c, err := h.svc.Clients.Get(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}

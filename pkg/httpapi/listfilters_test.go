@@ -13,7 +13,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 )
 
-// Clients filtered by org_number, country and a name prefix (issue 16.2),
+// Clients filtered by org_number, country and a name prefix,
 // alone and combined, with exact totals; another tenant's clients never
 // match.
 func TestClientListFilters(t *testing.T) {

@@ -7,11 +7,13 @@
 // The chain, outermost first:
 //
 //	[Deps.Trace: the server span, when tracing is on] → request id → access log → recover → body limit → tenant (from Host)
-//	  → deprecation headers (deprecation.go) → Deps.Middleware (metrics, rate limit)
-//	  → [/api/1.0 only] bearer auth → text check (NUL, UTF-8) → OpenAPI
-//	    request validation → the key and body digest of a keyed POST
-//	  → [strict middleware] authorization (operation's scopes and role)
-//	    → idempotency keys (replay, or run in the key's transaction)
+//	  → deprecation headers (deprecation.go) → Deps.Middleware (metrics)
+//	  → [/api/1.0 only] bearer auth, charging the rate limits (Deps.Budget)
+//	    → text check (NUL, UTF-8) → OpenAPI request validation
+//	    → the key and body digest of a keyed POST (idempotency.go)
+//	    → the strict middlewares, keyed by operation: authorization
+//	      (authorize.go, the operation policy: scopes and role), then
+//	      idempotency keys (replay, or run in the key's transaction)
 //	  → handler
 //
 // Operational endpoints (/healthz, /readyz, /openapi.yaml, …) answer on any
@@ -93,7 +95,7 @@ type Deps struct {
 	// (pkg/app installs otelecho there only when tracing is on).
 	Trace echo.MiddlewareFunc
 	// Middleware runs, in order, after tenant resolution on every tenant
-	// route and on the operational endpoints (metrics, then the rate limit).
+	// route and on the operational endpoints (pkg/app passes the metrics).
 	Middleware []echo.MiddlewareFunc
 	// Routes registers what is served beside the JSON API on the same echo
 	// instance: the OAuth endpoints and pages, /metrics, /docs.

@@ -14,7 +14,7 @@ import (
 
 func since(t time.Time) string { return url.QueryEscape(t.Format(time.RFC3339Nano)) }
 
-// updated_since on clients, acts and templates (issue 16.2): the changes
+// updated_since on clients, acts and templates: the changes
 // after the time, oldest first, each with its own updated_at; following
 // the spec's recipe (page 1, then the last updated_at seen) returns each
 // change once, and a later change of a row brings it back.

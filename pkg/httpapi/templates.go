@@ -40,7 +40,7 @@ func (h *Handlers) ListTemplates(ctx context.Context, req apiserver.ListTemplate
 
 // GetTemplate is GET /templates/{id}.
 func (h *Handlers) GetTemplate(ctx context.Context, req apiserver.GetTemplateRequestObject) (apiserver.GetTemplateResponseObject, error) {
-	t, err := h.svc.Templates.Get(ctx, nil, req.Id)
+	t, err := h.svc.Templates.Get(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func routedValidator(spec *openapi3.T, opts *oapimw.Options) (echo.MiddlewareFun
 			if opts.Skipper(c) {
 				return next(c)
 			}
-			var r routers.Router = router
+			r := router
 			if route := routes[c.Request().Method][c.Path()]; route != nil {
 				r = &matched{route: route, names: c.ParamNames(), values: c.ParamValues()}
 			}

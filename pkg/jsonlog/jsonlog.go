@@ -76,7 +76,7 @@ func (h *Handler) Enabled(_ context.Context, level slog.Level) bool {
 // for background work, not for the per-request line.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler { return h.slow.WithAttrs(attrs) }
 
-// WithGroup: see WithAttrs.
+// WithGroup is WithAttrs for a group: see WithAttrs.
 func (h *Handler) WithGroup(name string) slog.Handler { return h.slow.WithGroup(name) }
 
 const maxPooled = 16 << 10

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -170,6 +171,31 @@ func TestNothingBelowImportsTheRoot(t *testing.T) {
 			if bad, ok := hasPrefix(imp, upper); ok {
 				t.Errorf("%s imports %s; only cmd/, bench/ and tests may", p.path, bad)
 			}
+		}
+	}
+}
+
+// TestArchitectureNamesEveryPackage: ARCHITECTURE.md's Packages section is
+// the map of the module; a package it does not name fails here.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("../../ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n## Packages\n")
+	end := strings.Index(doc, "\n## Rules\n")
+	if start < 0 || end < start {
+		t.Fatal("ARCHITECTURE.md has no Packages section before Rules")
+	}
+	section := doc[start:end]
+	for _, p := range list(t) {
+		name := strings.TrimPrefix(p.path, module)
+		if p.path == strings.TrimSuffix(module, "/") {
+			continue
+		}
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("ARCHITECTURE.md, Packages, does not name %s", name)
 		}
 	}
 }

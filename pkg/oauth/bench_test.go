@@ -118,13 +118,13 @@ func BenchmarkRefreshGrant(b *testing.B) {
 }
 
 // refreshClients is how many clients BenchmarkRefreshGrantParallel runs at
-// once (issue 15: the refresh grant with 16 concurrent clients).
+// once: 16, the concurrency the refresh grant is sized for.
 const refreshClients = 16
 
 // BenchmarkRefreshGrantParallel: refreshClients clients refreshing at once,
 // each on its own refresh-token chain (one grant per client, so rotation
 // never contends on a row), over HTTP with keep-alive connections. The
-// refreshes/s metric is the figure issue 15 sets a goal for.
+// refreshes/s metric is the figure to compare (BENCHMARKS.md).
 func BenchmarkRefreshGrantParallel(b *testing.B) {
 	benchDialects(b, func(b *testing.B, s *server) {
 		o := s.org(b, "acme", "admin")

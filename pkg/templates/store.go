@@ -33,20 +33,22 @@ func NewStore(d *db.DB) *Store { return &Store{db: d} }
 
 // Get returns template id with its fields in display order and InUse set,
 // or apperr.NotFound (also for another tenant's template).
-//
-// tx may be nil (read outside a transaction). Inside a transaction that is
-// about to create an act from the template, pass it: on PostgreSQL, Get
-// then takes a FOR SHARE lock on the template row, so that a concurrent PUT
-// (which takes FOR UPDATE) can neither change the fields between this read
-// and the act insert nor miss the new act when it decides between changing
-// in place and creating a version. On SQLite the transaction already holds
-// the database write lock.
-func (s *Store) Get(ctx context.Context, tx *gorm.DB, id int64) (*Template, error) {
-	q := s.db.DB
-	lock := false
-	if tx != nil {
-		q, lock = tx, s.db.Dialect == db.Postgres
-	}
+func (s *Store) Get(ctx context.Context, id int64) (*Template, error) {
+	return s.get(ctx, s.db.DB, false, id)
+}
+
+// GetTx is Get inside the caller's transaction tx, which is about to
+// create an act from the template: on PostgreSQL it takes a FOR SHARE lock
+// on the template row, so that a concurrent PUT (which takes FOR UPDATE)
+// can neither change the fields between this read and the act insert nor
+// miss the new act when it decides between changing in place and creating
+// a version. On SQLite the transaction already holds the database write
+// lock.
+func (s *Store) GetTx(ctx context.Context, tx *gorm.DB, id int64) (*Template, error) {
+	return s.get(ctx, tx, s.db.Dialect == db.Postgres, id)
+}
+
+func (s *Store) get(ctx context.Context, q *gorm.DB, lock bool, id int64) (*Template, error) {
 	tq := tenant.Scope(ctx, q)
 	if lock {
 		tq = tq.Clauses(clause.Locking{Strength: clause.LockingStrengthShare})

@@ -105,7 +105,7 @@ func TestCreateGetTwoTenants(t *testing.T) {
 			t.Fatalf("field ids: %s %s %s", keys(a), keys(a2), keys(b))
 		}
 
-		got, err := s.Get(ctxA, nil, 1)
+		got, err := s.Get(ctxA, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,10 +134,10 @@ func TestCreateGetTwoTenants(t *testing.T) {
 			t.Error("External() wrong")
 		}
 
-		if _, err := s.Get(ctxB, nil, 2); !apperr.Is(err, apperr.NotFound) {
+		if _, err := s.Get(ctxB, 2); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("Get(B, 2) = %v, want NotFound (acme's template 2)", err)
 		}
-		gb, err := s.Get(ctxB, nil, 1)
+		gb, err := s.Get(ctxB, 1)
 		if err != nil || gb.Name != "Bravo" || len(gb.Fields) != 1 {
 			t.Fatalf("Get(B, 1) = %+v, %v", gb, err)
 		}
@@ -148,7 +148,7 @@ func TestCreateGetTwoTenants(t *testing.T) {
 		// Get inside a transaction (the act-creation path) takes its lock
 		// and reads the same thing.
 		err = d.Tx(ctxA, func(tx *gorm.DB) error {
-			in, err := s.Get(ctxA, tx, 1)
+			in, err := s.GetTx(ctxA, tx, 1)
 			if err == nil && keys(in) != keys(got) {
 				err = fmt.Errorf("in tx: %s, want %s", keys(in), keys(got))
 			}
@@ -241,14 +241,14 @@ func TestUpdateInPlaceAndVersions(t *testing.T) {
 		if up.Fields[0].ID != orig.Fields[1].ID || up.Fields[0].Position != 0 || up.Fields[5].Key != "notes" || up.Fields[5].ID != 7 {
 			t.Fatalf("field ids after in-place change: %s (was %s)", keys(up), keys(orig))
 		}
-		got, _ := s.Get(ctx, nil, orig.ID)
+		got, _ := s.Get(ctx, orig.ID)
 		if keys(got) != keys(up) || got.Name != in.Name || !got.UpdatedAt.Equal(up.UpdatedAt) {
 			t.Fatalf("re-read %s %q, want %s", keys(got), got.Name, keys(up))
 		}
 
 		// In use: immutable; a new version.
 		useTemplate(t, d.DB, ctx, orig.ID)
-		if got, _ := s.Get(ctx, nil, orig.ID); !got.InUse {
+		if got, _ := s.Get(ctx, orig.ID); !got.InUse {
 			t.Fatal("in_use false after an act used the template")
 		}
 		in2 := creditReview()
@@ -264,7 +264,7 @@ func TestUpdateInPlaceAndVersions(t *testing.T) {
 				t.Fatalf("v2 field %+v", f)
 			}
 		}
-		old, _ := s.Get(ctx, nil, orig.ID)
+		old, _ := s.Get(ctx, orig.ID)
 		if keys(old) != keys(up) || old.Name != in.Name || old.Version != 1 {
 			t.Fatalf("in-use version changed: %s %q", keys(old), old.Name)
 		}
@@ -363,7 +363,7 @@ func TestPutRacesActCreation(t *testing.T) {
 			var actErr, putErr error
 			wg.Go(func() {
 				actErr = d.Tx(ctx, func(tx *gorm.DB) error {
-					got, err := s.Get(ctx, tx, tpl.ID)
+					got, err := s.GetTx(ctx, tx, tpl.ID)
 					if err != nil {
 						return err
 					}
@@ -388,7 +388,7 @@ func TestPutRacesActCreation(t *testing.T) {
 			if actErr != nil || putErr != nil {
 				t.Fatalf("round %d: act %v, put %v", round, actErr, putErr)
 			}
-			after, _ := s.Get(ctx, nil, tpl.ID)
+			after, _ := s.Get(ctx, tpl.ID)
 			if keys(after) != snapshot {
 				t.Fatalf("round %d: act snapshot %s but its template now has %s (created=%v)", round, snapshot, keys(after), created)
 			}

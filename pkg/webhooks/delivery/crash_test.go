@@ -188,7 +188,7 @@ func testTwoInstances(t *testing.T, d *db.DB) {
 // BenchmarkDeliveryThroughput: b.N events queued for one registration, then
 // one worker with 16 attempts at once delivers them to a loopback receiver.
 // One registration may have only FINSVC_WEBHOOK_ENDPOINT_CONCURRENCY
-// attempts in flight (issue 19), so the default cap (endpoint_cap=2) bounds
+// attempts in flight (fair claiming, outbox/claim.go), so the default cap (endpoint_cap=2) bounds
 // this benchmark by design; endpoint_cap=16 lets the one registration use
 // every worker slot, as all deliveries could before the cap, and is the run
 // to set against the figures from before it. Throughput across several

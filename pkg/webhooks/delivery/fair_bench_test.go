@@ -51,7 +51,8 @@ func stopSoon(w *delivery.Worker) {
 	w.Stop(ctx)
 }
 
-// BenchmarkFairLatency (issue 19): a healthy endpoint's enqueue → receipt
+// BenchmarkFairLatency: fair claiming keeps a healthy endpoint fast beside
+// failing ones. It measures a healthy endpoint's enqueue → receipt
 // latency with 0, 1 and 10 endpoints that never answer beside it, or one
 // that answers after 5 s (slow5s=1), in the
 // same tenant, subscribed to the same event. The worker has the production
@@ -98,7 +99,7 @@ func BenchmarkFairLatency(b *testing.B) {
 	}
 }
 
-// BenchmarkFairThroughput (issue 19): deliveries per second to 8 healthy
+// BenchmarkFairThroughput: deliveries per second to 8 healthy
 // endpoints with 0, 1 and 10 endpoints that never answer beside them. b.N
 // events are queued first (each one delivery per registration); the clock
 // runs until the healthy receivers have all 8·b.N. Worker as in

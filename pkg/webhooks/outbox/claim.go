@@ -24,7 +24,7 @@ type Claimed struct {
 	Attempts  int    `gorm:"column:attempts"`
 }
 
-// Fair claiming (issue 19). A claim does not take the oldest due rows
+// Fair claiming. A claim does not take the oldest due rows
 // overall: one slow or dead endpoint with a backlog would then hold every
 // worker, and every other registration of every tenant would wait behind
 // it. Instead:

@@ -9,7 +9,8 @@ import (
 	"github.com/finsvc/finsvc/pkg/webhooks/retry"
 )
 
-// Endpoint health: a circuit breaker per registration (issue 19). This is
+// Endpoint health: a circuit breaker per registration, so that a dead
+// endpoint holds no worker and is disabled after a long outage. This is
 // the rule's one home: the claim reads it (claimableSQL, capSQL) and the
 // delivery workers feed it (RecordHealth).
 //

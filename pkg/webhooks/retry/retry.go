@@ -147,7 +147,9 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// Outcome is the classification of one delivery attempt.
+// Outcome is the classification of one delivery attempt, which the
+// delivery worker maps to its own delivery.Outcome (the one vocabulary of
+// results, logs and metrics labels).
 type Outcome int
 
 const (
@@ -169,7 +171,8 @@ const (
 	Blocked
 )
 
-// String returns the outcome's name as used in logs and metrics labels.
+// String returns the outcome's name (for test failures and debugging; the
+// worker reports delivery.Outcome instead).
 func (o Outcome) String() string {
 	switch o {
 	case Success:
