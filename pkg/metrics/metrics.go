@@ -35,6 +35,7 @@ import (
 	"github.com/finsvc/finsvc/pkg/auth"
 	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/httpapi"
+	"github.com/finsvc/finsvc/pkg/tracing/suppress"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 )
 
@@ -268,7 +269,8 @@ func (o *outboxDepth) depth() (float64, bool) {
 	if o.ok && now.Sub(o.at) < o.ttl {
 		return o.value, true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// A scrape makes no trace (suppress): the scrape itself is not traced.
+	ctx, cancel := context.WithTimeout(suppress.Context(context.Background()), 2*time.Second)
 	defer cancel()
 	// The outbox package owns the deliveries table and its depth query.
 	pending, delivering, err := outbox.Depth(ctx, o.db)
