@@ -388,6 +388,9 @@ func countDelivery(r delivery.Result) {
 	switch r.Outcome {
 	case delivery.Succeeded, delivery.Retrying, delivery.Failed, delivery.Disabled, delivery.Cancelled:
 		metrics.DeliveryOutcome(string(r.Outcome))
+		if reason := r.Reason(); reason != "" {
+			metrics.DeliveryFailure(reason)
+		}
 	}
 }
 

@@ -746,3 +746,70 @@ func (w *Worker) recordHealth(ctx context.Context, log *slog.Logger, c outbox.Cl
 		log.ErrorContext(ctx, "record endpoint health", "err", err)
 	}
 }
+
+// Reasons a delivery did not succeed, as Result.Reason names them: a small
+// fixed set, fit for a metric's label.
+const (
+	ReasonTimeout       = "timeout"
+	ReasonRefused       = "connection_refused"
+	ReasonReset         = "connection_reset"
+	ReasonClosed        = "connection_closed"
+	ReasonDNS           = "dns"
+	ReasonTLS           = "tls"
+	ReasonUnreachable   = "unreachable"
+	ReasonBlocked       = "blocked"
+	ReasonTransport     = "request_failed"
+	ReasonStatus3xx     = "status_3xx"
+	ReasonStatus4xx     = "status_4xx"
+	ReasonStatus5xx     = "status_5xx"
+	ReasonGone          = "gone"
+	ReasonIneligible    = "ineligible"
+	ReasonExpired       = "expired"
+	ReasonInvalidEvent  = "invalid_event"
+	ReasonInvalidTarget = "invalid_target"
+)
+
+// Reasons lists every Reason value.
+var Reasons = []string{ReasonTimeout, ReasonRefused, ReasonReset, ReasonClosed, ReasonDNS, ReasonTLS, ReasonUnreachable,
+	ReasonBlocked, ReasonTransport, ReasonStatus3xx, ReasonStatus4xx, ReasonStatus5xx, ReasonGone, ReasonIneligible,
+	ReasonExpired, ReasonInvalidEvent, ReasonInvalidTarget}
+
+// transportReasons maps httpclient.Reason's descriptions to Reasons.
+var transportReasons = map[string]string{
+	"timeout": ReasonTimeout, "connection refused": ReasonRefused, "connection reset": ReasonReset,
+	"connection closed before a response": ReasonClosed, "DNS lookup failed": ReasonDNS,
+	"TLS certificate not accepted": ReasonTLS, "TLS handshake failed": ReasonTLS,
+	"target unreachable": ReasonUnreachable, "target address not allowed": ReasonBlocked,
+}
+
+// Reason is why an attempted or dropped delivery did not succeed, one of
+// Reasons; "" for a success and for what is not an outcome of an attempt
+// (released, lease lost).
+func (r Result) Reason() string {
+	switch r.Outcome {
+	case Succeeded, Released, LeaseLost, "":
+		return ""
+	case Cancelled:
+		return ReasonIneligible
+	case Disabled:
+		return ReasonGone
+	}
+	switch {
+	case r.StatusCode >= 500:
+		return ReasonStatus5xx
+	case r.StatusCode >= 400:
+		return ReasonStatus4xx
+	case r.StatusCode >= 300:
+		return ReasonStatus3xx
+	case r.err != nil:
+		if k, ok := transportReasons[httpclient.Reason(r.err)]; ok {
+			return k
+		}
+		return ReasonTransport
+	case strings.HasPrefix(r.Error, "event expired"):
+		return ReasonExpired
+	case strings.HasPrefix(r.Error, "invalid target"):
+		return ReasonInvalidTarget
+	}
+	return ReasonInvalidEvent
+}
