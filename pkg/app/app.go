@@ -177,8 +177,6 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	// Lines written inside a traced request or delivery carry its ids.
-	a.log = slog.New(tracing.LogHandler(a.log.Handler()))
 	defer func() {
 		if err != nil {
 			_ = a.Close()
@@ -215,6 +213,9 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	var traceRequests echo.MiddlewareFunc
 	var middleware []echo.MiddlewareFunc
 	if tp != nil {
+		// Lines written inside a traced request or delivery carry its ids
+		// (off, no context holds a span: nothing to add).
+		a.log = slog.New(tracing.LogHandler(a.log.Handler()))
 		if err := tracing.InstrumentDB(a.db.DB, tp); err != nil {
 			return nil, fmt.Errorf("tracing: %w", err)
 		}
