@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
@@ -252,6 +255,20 @@ func TestDeployReferencesExistingMetrics(t *testing.T) {
 	raw := repoFile(t, "deploy/grafana/finsvc.json")
 	if err := json.Unmarshal(raw, &dash); err != nil {
 		t.Fatalf("dashboard is not valid JSON: %v", err)
+	}
+	// Grafana's dashboard schema, as its foundation SDK (generated from
+	// Grafana's schemas) decodes it strictly: no unknown field, no missing
+	// required one, every panel's options and queries of their plugin's
+	// types.
+	plugins.RegisterDefaultPlugins()
+	var schema dashboard.Dashboard
+	if err := schema.UnmarshalJSONStrict(raw); err != nil {
+		if errs, ok := err.(cog.BuildErrors); !ok || len(errs) > 0 {
+			t.Errorf("dashboard does not follow Grafana's schema: %v", err)
+		}
+	}
+	if err := schema.Validate(); err != nil {
+		t.Errorf("dashboard does not validate: %v", err)
 	}
 	if dash.UID == "" || dash.Title == "" || len(dash.Panels) == 0 {
 		t.Fatalf("dashboard without uid, title or panels")
