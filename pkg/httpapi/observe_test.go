@@ -188,12 +188,12 @@ func TestTracingFailedDeliveryNamesNoTarget(t *testing.T) {
 			for _, s := range exp.GetSpans() {
 				texts := []string{s.Name, s.Status.Description}
 				for _, a := range s.Attributes {
-					texts = append(texts, string(a.Key)+"="+a.Value.Emit())
+					texts = append(texts, string(a.Key)+"="+a.Value.String())
 				}
 				for _, e := range s.Events {
 					texts = append(texts, e.Name)
 					for _, a := range e.Attributes {
-						texts = append(texts, a.Value.Emit())
+						texts = append(texts, a.Value.String())
 					}
 				}
 				for _, x := range texts {

@@ -261,6 +261,7 @@ func TestDeployReferencesExistingMetrics(t *testing.T) {
 	// required one, every panel's options and queries of their plugin's
 	// types.
 	plugins.RegisterDefaultPlugins()
+	//lint:ignore SA1019 the file is the classic dashboard JSON that every Grafana imports, not the v2 resource
 	var schema dashboard.Dashboard
 	if err := schema.UnmarshalJSONStrict(raw); err != nil {
 		if errs, ok := err.(cog.BuildErrors); !ok || len(errs) > 0 {
