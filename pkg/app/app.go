@@ -35,6 +35,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/finsvc/finsvc/openapi"
@@ -202,7 +203,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	tp := o.tracer
 	if tp == nil {
 		var shutdown func(context.Context) error
-		if tp, shutdown, err = tracing.FromEnv(context.Background()); err != nil {
+		if tp, shutdown, err = tracing.FromEnv(context.Background(), a.log); err != nil {
 			return nil, err
 		}
 		a.closers = append(a.closers, func() error {
@@ -225,14 +226,23 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	}
 	// Off (tp nil): no callbacks, no middleware, nothing on the hot path.
 	var traceRequests echo.MiddlewareFunc
+	var middleware []echo.MiddlewareFunc
 	if tp != nil {
+		// Lines written inside a traced request or delivery carry its ids
+		// (off, no context holds a span: nothing to add).
+		a.log = slog.New(tracing.LogHandler(a.log.Handler()))
 		if err := tracing.InstrumentDB(a.db.DB, tp); err != nil {
 			return nil, fmt.Errorf("tracing: %w", err)
 		}
+		props, err := tracing.Propagators()
+		if err != nil {
+			return nil, err
+		}
 		traceRequests = otelecho.Middleware("",
 			otelecho.WithTracerProvider(tp),
-			otelecho.WithPropagators(tracing.Propagator),
+			otelecho.WithPropagators(props),
 			otelecho.WithSkipper(isProbe))
+		middleware = append(middleware, tenantOnSpan)
 	}
 	if generated {
 		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
@@ -343,7 +353,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Budget:      limiter,
 		Idempotency: keys,
 		Trace:       traceRequests,
-		Middleware:  []echo.MiddlewareFunc{a.metrics.Middleware()},
+		Middleware:  append(middleware, a.metrics.Middleware()),
 		Routes:      []func(*echo.Echo){a.oauth.Routes, console.Routes, web.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
 	})
 	if err != nil {
@@ -394,6 +404,18 @@ func isProbe(c echo.Context) bool {
 		return true
 	}
 	return false
+}
+
+// tenantOnSpan names the request's tenant (its slug, never its data) on
+// the server span.
+func tenantOnSpan(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		if t, ok := tenant.FromContext(ctx); ok {
+			trace.SpanFromContext(ctx).SetAttributes(attribute.String("finsvc.tenant", t.Slug))
+		}
+		return next(c)
+	}
 }
 
 // Handler is the HTTP handler of the whole service (API, OAuth, operational

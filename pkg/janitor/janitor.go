@@ -9,6 +9,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/finsvc/finsvc/pkg/tracing/suppress"
 )
 
 // Loop calls Run after FirstRun and then every Interval until Stop. A failed
@@ -46,7 +48,10 @@ func (l *Loop) Start(ctx context.Context) {
 				return
 			case <-t.C:
 			}
-			err := l.Run(ctx)
+			// Maintenance makes no trace: a run every few minutes per
+			// replica, mostly finding nothing, would be most of an idle
+			// service's traces. Its outcome is in the runs' logs.
+			err := l.Run(suppress.Context(ctx))
 			if l.Ran != nil {
 				l.Ran(err)
 			}

@@ -19,6 +19,11 @@ func TestEnabled(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true},
 		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "TRUE"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": " None "}, false},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "console"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}, false},
 	} {
 		if got := tracing.Enabled(func(k string) string { return c.env[k] }); got != c.want {
 			t.Errorf("Enabled(%v) = %v, want %v", c.env, got, c.want)
@@ -30,7 +35,7 @@ func TestEnabled(t *testing.T) {
 func TestFromEnvOff(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	tp, shutdown, err := tracing.FromEnv(context.Background())
+	tp, shutdown, err := tracing.FromEnv(context.Background(), nil)
 	if err != nil || tp != nil {
 		t.Fatalf("FromEnv() = %v, %v; want no provider", tp, err)
 	}
@@ -43,7 +48,7 @@ func TestFromEnvOn(t *testing.T) {
 	// Nothing listens there: the exporter connects only when it exports,
 	// and Shutdown's flush has no spans to send.
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
-	tp, shutdown, err := tracing.FromEnv(context.Background())
+	tp, shutdown, err := tracing.FromEnv(context.Background(), nil)
 	if err != nil || tp == nil {
 		t.Fatalf("FromEnv() = %v, %v; want a provider", tp, err)
 	}

@@ -51,6 +51,7 @@ import (
 
 	"github.com/finsvc/finsvc/pkg/config"
 	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/pkg/tracing/suppress"
 	"github.com/finsvc/finsvc/pkg/webhooks/httpclient"
 	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/registry"
@@ -106,6 +107,8 @@ type Result struct {
 	StatusCode int           // 0 when no response came
 	Error      string        // httpclient.Describe of the failure, if any
 	Duration   time.Duration // of the HTTP attempt
+
+	err error // the HTTP attempt's, for the span's status (httpclient.Reason)
 }
 
 // Option configures a Worker.
@@ -391,7 +394,10 @@ func (w *Worker) claimAndStart(n int) (int, error) {
 // claim leases up to n due deliveries to this worker.
 func (w *Worker) claim(ctx context.Context, n int) ([]outbox.Claimed, error) {
 	now := w.clock()
-	return outbox.Claim(ctx, w.db, outbox.ClaimRequest{
+	// A poll that finds nothing must not make a trace (one a second per
+	// idle replica): the claim makes no span. Each delivery it claims is
+	// traced from its own span (process).
+	return outbox.Claim(suppress.Context(ctx), w.db, outbox.ClaimRequest{
 		Owner: w.owner, N: n, EndpointCap: w.endpointCap, Now: now, LeaseUntil: now.Add(w.lease)})
 }
 
@@ -409,7 +415,13 @@ func (w *Worker) process(c outbox.Claimed) {
 	if w.runCtx.Err() != nil {
 		return
 	}
-	j, err := w.load(c)
+	// The load runs before the span exists, since it reads the trace
+	// context the span continues; it makes no span of its own and is
+	// recorded as the span's first child once the span starts (loadSpan).
+	// Every later statement of the delivery runs in the span's context.
+	loadStart := time.Now()
+	j, err := w.load(suppress.Context(w.runCtx), c)
+	loadEnd := time.Now()
 	if err != nil {
 		if w.runCtx.Err() == nil {
 			log.Error("load delivery", "err", err)
@@ -419,11 +431,14 @@ func (w *Worker) process(c outbox.Claimed) {
 	if j == nil {
 		return // deleted with its registration meanwhile
 	}
-	v, ok := w.attempt(log, c, j, &res)
+	ctx, span := w.startSpan(w.runCtx, c, j, loadStart)
+	defer endSpan(span, &res)
+	w.loadSpan(ctx, loadStart, loadEnd)
+	v, ok := w.attempt(ctx, log, c, j, &res)
 	if !ok {
 		return // abrupt stop: record nothing, the lease expires
 	}
-	w.record(log, c, &res, v)
+	w.record(ctx, log, c, &res, v)
 }
 
 // job is everything one attempt needs, loaded after the claim.
@@ -439,20 +454,23 @@ type job struct {
 	// Traceparent is the W3C trace context of the request that caused the
 	// event, if it was traced.
 	Traceparent *string `gorm:"column:traceparent"`
+	// TenantSlug names the tenant on the span.
+	TenantSlug string `gorm:"column:tenant_slug"`
 }
 
 // loadJobSQL reads a claimed delivery's registration and event; %s is the
 // eligibility column (the registrations table must keep the name webhooks).
-const loadJobSQL = `SELECT webhooks.*, %s AS ineligible, e.kind, e.payload, e.occurred_at, e.expires_at, e.traceparent
+const loadJobSQL = `SELECT webhooks.*, %s AS ineligible, e.kind, e.payload, e.occurred_at, e.expires_at, e.traceparent, t.slug AS tenant_slug
 FROM deliveries d
 JOIN webhooks ON webhooks.tenant_id = d.tenant_id AND webhooks.id = d.webhook_id
 JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
+JOIN tenants t ON t.id = d.tenant_id
 WHERE d.tenant_id = ? AND d.id = ? AND d.lease_owner = ?`
 
 // load returns the claimed delivery's job, or nil when the row is gone.
-func (w *Worker) load(c outbox.Claimed) (*job, error) {
+func (w *Worker) load(ctx context.Context, c outbox.Claimed) (*job, error) {
 	var jobs []job
-	if err := w.db.WithContext(w.runCtx).Raw(w.loadJob, c.TenantID, c.ID, w.owner).Scan(&jobs).Error; err != nil {
+	if err := w.db.WithContext(ctx).Raw(w.loadJob, c.TenantID, c.ID, w.owner).Scan(&jobs).Error; err != nil {
 		return nil, err
 	}
 	if len(jobs) == 0 {
@@ -492,7 +510,7 @@ func attemptDeadline(lease, timeout time.Duration) time.Duration {
 // attempt sends the delivery once, unless it must not be sent, and returns
 // the verdict. ok is false after an abrupt stop, when nothing may be
 // recorded.
-func (w *Worker) attempt(log *slog.Logger, c outbox.Claimed, j *job, res *Result) (v verdict, ok bool) {
+func (w *Worker) attempt(ctx context.Context, log *slog.Logger, c outbox.Claimed, j *job, res *Result) (v verdict, ok bool) {
 	// The attempt must end well within the lease so that nobody else can
 	// claim the row while it is still in flight: it gets the attempt
 	// timeout plus two thirds of what the lease holds beyond it (the load
@@ -501,8 +519,7 @@ func (w *Worker) attempt(log *slog.Logger, c outbox.Claimed, j *job, res *Result
 	// (FINSVC_WEBHOOK_LEASE) must not leave a deadline already past.
 	actx, cancel := context.WithTimeout(w.attemptCtx, attemptDeadline(w.lease, w.timeout))
 	defer cancel()
-	actx, span := w.startSpan(actx, c, j)
-	defer endSpan(span, res)
+	actx = trace.ContextWithSpan(actx, trace.SpanFromContext(ctx))
 	req, v := w.request(actx, log, c, j, res)
 	if req == nil {
 		return v, true
@@ -542,7 +559,7 @@ func (w *Worker) request(ctx context.Context, log *slog.Logger, c outbox.Claimed
 		// A replica with the wrong FINSVC_SECRET must not fail deliveries
 		// that a correctly configured one can make: put the row back for
 		// later without counting an attempt.
-		log.Error("open signing secret; is FINSVC_SECRET the same on every replica?", "err", err) // never the secret itself
+		log.ErrorContext(ctx, "open signing secret; is FINSVC_SECRET the same on every replica?", "err", err) // never the secret itself
 		res.Outcome, res.Error = Released, "signing secret unavailable on this replica"
 		v := final(outbox.Pending, res.Error)
 		next := now.Add(secretRetry)
@@ -552,7 +569,7 @@ func (w *Worker) request(ctx context.Context, log *slog.Logger, c outbox.Claimed
 	body, err := json.Marshal(envelope{ID: c.EventID, Event: j.Kind, OccurredAt: j.OccurredAt.UTC(), Data: json.RawMessage(j.Payload)})
 	if err != nil {
 		res.Outcome, res.Error = Failed, "stored payload is not valid JSON"
-		log.Error("build envelope", "err", err)
+		log.ErrorContext(ctx, "build envelope", "err", err)
 		return nil, final(outbox.Failed, res.Error)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Target, bytes.NewReader(body))
@@ -569,15 +586,16 @@ func (w *Worker) request(ctx context.Context, log *slog.Logger, c outbox.Claimed
 	return req, verdict{}
 }
 
-// startSpan starts the attempt's span as a child of the trace context
-// stored with the event (none: a new trace). It records ids and the event
-// kind only, never the target URL (its query may hold an integrator's
-// token), a header or the body.
-func (w *Worker) startSpan(ctx context.Context, c outbox.Claimed, j *job) (context.Context, trace.Span) {
+// startSpan starts the delivery's span, from start (before the load), as a
+// child of the trace context stored with the event (none: a new trace). It
+// records ids, the tenant's slug and the event kind only, never the target
+// URL (its query may hold an integrator's token), a header or the body.
+func (w *Worker) startSpan(ctx context.Context, c outbox.Claimed, j *job, start time.Time) (context.Context, trace.Span) {
 	if j.Traceparent != nil {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": *j.Traceparent})
 	}
-	return w.tracer.Start(ctx, "webhook.deliver", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	return w.tracer.Start(ctx, "webhook.deliver", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(
+		attribute.String("finsvc.tenant", j.TenantSlug),
 		attribute.String("finsvc.event.kind", j.Kind),
 		attribute.String("finsvc.event.id", c.EventID),
 		attribute.String("finsvc.delivery.id", c.ID),
@@ -586,15 +604,37 @@ func (w *Worker) startSpan(ctx context.Context, c outbox.Claimed, j *job) (conte
 	))
 }
 
-// endSpan records the attempt's outcome on its span and ends it.
+// loadSpan records the delivery's load, which ran before its span could
+// start, as the span's first child, as the database instrumentation would
+// have: the statement with placeholders only.
+func (w *Worker) loadSpan(ctx context.Context, start, end time.Time) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return
+	}
+	system := "sqlite"
+	if w.db.Dialect == db.Postgres {
+		system = "postgresql"
+	}
+	_, s := w.tracer.Start(ctx, "gorm.Raw", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start),
+		trace.WithAttributes(attribute.String("db.system.name", system), attribute.String("db.query.text", w.loadJob)))
+	s.End(trace.WithTimestamp(end))
+}
+
+// endSpan records the delivery's outcome on its span and ends it. The
+// status message names no target: a transport error is summarised by
+// httpclient.Reason (its text would hold the target's host and port).
 func endSpan(span trace.Span, res *Result) {
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("finsvc.delivery.outcome", string(res.Outcome)))
 		if res.StatusCode != 0 {
 			span.SetAttributes(attribute.Int("http.response.status_code", res.StatusCode))
 		}
-		if res.Outcome != Succeeded && res.Error != "" {
-			span.SetStatus(codes.Error, res.Error)
+		if res.Outcome != Succeeded && res.Outcome != "" && res.Error != "" {
+			msg := res.Error
+			if res.err != nil {
+				msg = httpclient.Reason(res.err)
+			}
+			span.SetStatus(codes.Error, msg)
 		}
 	}
 	span.End()
@@ -619,6 +659,7 @@ func (w *Worker) send(req *http.Request, res *Result) response {
 	}
 	res.Duration = time.Since(start)
 	res.StatusCode = r.status
+	res.err = err
 	return r
 }
 
@@ -664,10 +705,10 @@ func (w *Worker) classify(c outbox.Claimed, j *job, r response, res *Result) ver
 
 // record writes the verdict, conditional on still holding the lease, and
 // logs it.
-func (w *Worker) record(log *slog.Logger, c outbox.Claimed, res *Result, v verdict) {
+func (w *Worker) record(sctx context.Context, log *slog.Logger, c outbox.Claimed, res *Result, v verdict) {
 	// The attempt happened; record it even when Stop's grace period has
 	// just run out, but not after an abrupt stop.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.runCtx), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(sctx), releaseTimeout)
 	defer cancel()
 	now := w.clock()
 	var then func(*gorm.DB) error
@@ -676,7 +717,7 @@ func (w *Worker) record(log *slog.Logger, c outbox.Claimed, res *Result, v verdi
 	}
 	held, err := outbox.Finish(ctx, w.db, c, w.owner, v.update, now, then)
 	if err != nil {
-		log.Error("record delivery outcome", "err", err)
+		log.ErrorContext(ctx, "record delivery outcome", "err", err)
 		return
 	}
 	if !held {
@@ -687,11 +728,11 @@ func (w *Worker) record(log *slog.Logger, c outbox.Claimed, res *Result, v verdi
 	}
 	switch res.Outcome {
 	case LeaseLost:
-		log.Warn("lease lost before the outcome was recorded")
+		log.WarnContext(ctx, "lease lost before the outcome was recorded")
 	case Succeeded:
-		log.Debug("delivered", "status", res.StatusCode, "duration", res.Duration)
+		log.DebugContext(ctx, "delivered", "status", res.StatusCode, "duration", res.Duration)
 	default:
-		log.Info("delivery attempt", "outcome", string(res.Outcome), "status", res.StatusCode, "error", res.Error)
+		log.InfoContext(ctx, "delivery attempt", "outcome", string(res.Outcome), "status", res.StatusCode, "error", res.Error)
 	}
 }
 
@@ -706,10 +747,77 @@ func (w *Worker) recordHealth(ctx context.Context, log *slog.Logger, c outbox.Cl
 			return registry.Disable(tx, c.TenantID, c.WebhookID, outbox.AutoDisableReason, now)
 		})
 		if err == nil {
-			log.Warn("registration disabled", "reason", outbox.AutoDisableReason)
+			log.WarnContext(ctx, "registration disabled", "reason", outbox.AutoDisableReason)
 		}
 	}
 	if err != nil {
-		log.Error("record endpoint health", "err", err)
+		log.ErrorContext(ctx, "record endpoint health", "err", err)
 	}
+}
+
+// Reasons a delivery did not succeed, as Result.Reason names them: a small
+// fixed set, fit for a metric's label.
+const (
+	ReasonTimeout       = "timeout"
+	ReasonRefused       = "connection_refused"
+	ReasonReset         = "connection_reset"
+	ReasonClosed        = "connection_closed"
+	ReasonDNS           = "dns"
+	ReasonTLS           = "tls"
+	ReasonUnreachable   = "unreachable"
+	ReasonBlocked       = "blocked"
+	ReasonTransport     = "request_failed"
+	ReasonStatus3xx     = "status_3xx"
+	ReasonStatus4xx     = "status_4xx"
+	ReasonStatus5xx     = "status_5xx"
+	ReasonGone          = "gone"
+	ReasonIneligible    = "ineligible"
+	ReasonExpired       = "expired"
+	ReasonInvalidEvent  = "invalid_event"
+	ReasonInvalidTarget = "invalid_target"
+)
+
+// Reasons lists every Reason value.
+var Reasons = []string{ReasonTimeout, ReasonRefused, ReasonReset, ReasonClosed, ReasonDNS, ReasonTLS, ReasonUnreachable,
+	ReasonBlocked, ReasonTransport, ReasonStatus3xx, ReasonStatus4xx, ReasonStatus5xx, ReasonGone, ReasonIneligible,
+	ReasonExpired, ReasonInvalidEvent, ReasonInvalidTarget}
+
+// transportReasons maps httpclient.Reason's descriptions to Reasons.
+var transportReasons = map[string]string{
+	"timeout": ReasonTimeout, "connection refused": ReasonRefused, "connection reset": ReasonReset,
+	"connection closed before a response": ReasonClosed, "DNS lookup failed": ReasonDNS,
+	"TLS certificate not accepted": ReasonTLS, "TLS handshake failed": ReasonTLS,
+	"target unreachable": ReasonUnreachable, "target address not allowed": ReasonBlocked,
+}
+
+// Reason is why an attempted or dropped delivery did not succeed, one of
+// Reasons; "" for a success and for what is not an outcome of an attempt
+// (released, lease lost).
+func (r Result) Reason() string {
+	switch r.Outcome {
+	case Succeeded, Released, LeaseLost, "":
+		return ""
+	case Cancelled:
+		return ReasonIneligible
+	case Disabled:
+		return ReasonGone
+	}
+	switch {
+	case r.StatusCode >= 500:
+		return ReasonStatus5xx
+	case r.StatusCode >= 400:
+		return ReasonStatus4xx
+	case r.StatusCode >= 300:
+		return ReasonStatus3xx
+	case r.err != nil:
+		if k, ok := transportReasons[httpclient.Reason(r.err)]; ok {
+			return k
+		}
+		return ReasonTransport
+	case strings.HasPrefix(r.Error, "event expired"):
+		return ReasonExpired
+	case strings.HasPrefix(r.Error, "invalid target"):
+		return ReasonInvalidTarget
+	}
+	return ReasonInvalidEvent
 }

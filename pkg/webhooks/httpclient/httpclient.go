@@ -281,3 +281,40 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
+
+// Reason is a short description of a failed attempt's error that names no
+// target: no host, address, port, path or URL, which the error's text
+// (and so Describe's) may hold. It is what spans record.
+func Reason(err error) string {
+	var (
+		dns   *net.DNSError
+		cert  *tls.CertificateVerificationError
+		hdr   tls.RecordHeaderError
+		unkCA x509.UnknownAuthorityError
+		host  x509.HostnameError
+		inv   x509.CertificateInvalidError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case IsBlocked(err):
+		return "target address not allowed"
+	case isTimeout(err):
+		return "timeout"
+	case errors.As(err, &dns):
+		return "DNS lookup failed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "target unreachable"
+	case errors.As(err, &cert), errors.As(err, &unkCA), errors.As(err, &host), errors.As(err, &inv):
+		return "TLS certificate not accepted"
+	case errors.As(err, &hdr):
+		return "TLS handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed before a response"
+	}
+	return "request failed"
+}
