@@ -1142,8 +1142,10 @@ type Event struct {
 	// Data The event's payload, exactly as delivered.
 	Data map[string]interface{} `json:"data"`
 
-	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
-	Event DeliveryEventKind `json:"event"`
+	// Event The event's kind, one of the names `GET /event-types` lists. New kinds are added over time without a new version; skip the kinds you do not know.
+	//
+	// Example: act.created
+	Event string `json:"event"`
 
 	// Id The event id, the same in every delivery of the event.
 	Id openapi_types.UUID `json:"id"`
@@ -2170,8 +2172,8 @@ type ListDeletedClientsParams struct {
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
-	// Type Only events of this kind.
-	Type *DeliveryEventKind `form:"type,omitempty" json:"type,omitempty"`
+	// Type Only events of this kind (a name `GET /event-types` lists; an unknown name lists nothing).
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
 
 	// CreatedAfter Only events that occurred at or after this time.
 	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`

@@ -28,7 +28,7 @@ func (h *Handlers) ListEvents(ctx context.Context, req apiserver.ListEventsReque
 	f := outbox.EventFilter{From: prm.CreatedAfter, Until: prm.CreatedBefore, Limit: pg.Limit,
 		After: (*uuid.UUID)(prm.StartingAfter), Before: (*uuid.UUID)(prm.EndingBefore)}
 	if prm.Type != nil {
-		f.Kind = string(*prm.Type)
+		f.Kind = *prm.Type
 	}
 	list, more, err := h.svc.Webhooks.Events(ctx, auth.MustFromContext(ctx), f)
 	if err != nil {
@@ -71,5 +71,5 @@ func eventView(s outbox.Stored) (models.Event, error) {
 	if err := dec.Decode(&data); err != nil {
 		return models.Event{}, fmt.Errorf("event %s: stored payload: %w", s.ID, err)
 	}
-	return models.Event{Id: id, Event: models.DeliveryEventKind(s.Kind), OccurredAt: s.OccurredAt, Data: data}, nil
+	return models.Event{Id: id, Event: s.Kind, OccurredAt: s.OccurredAt, Data: data}, nil
 }

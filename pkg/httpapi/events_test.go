@@ -53,7 +53,7 @@ func TestEventsAPI(t *testing.T) {
 		for i, want := range []string{a2.Uuid.String(), a1.Uuid.String()} { // newest first
 			e := p.Data[i]
 			r, ok := byID[e.Id.String()]
-			if !ok || string(e.Event) != r.Kind || e.Event != models.DeliveryActCreated {
+			if !ok || string(e.Event) != r.Kind || e.Event != outbox.ActCreated {
 				t.Fatalf("event %d: %+v; rows %+v", i, e, rows)
 			}
 			var stored, got any
@@ -228,7 +228,7 @@ func TestEventsWebhookTestVisibility(t *testing.T) {
 			want := http.StatusOK
 			if c.want == 1 {
 				want = http.StatusNotFound
-				if p.Data[0].Event != models.DeliveryActCreated {
+				if p.Data[0].Event != outbox.ActCreated {
 					t.Errorf("%s lists %+v", c.name, p.Data[0])
 				}
 			}

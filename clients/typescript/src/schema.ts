@@ -927,7 +927,11 @@ export interface components {
              * @description The event id, the same in every delivery of the event.
              */
             id: string;
-            event: components["schemas"]["DeliveryEventKind"];
+            /**
+             * @description The event's kind, one of the names `GET /event-types` lists. New kinds are added over time without a new version; skip the kinds you do not know.
+             * @example act.created
+             */
+            event: string;
             /**
              * Format: date-time
              * @description When the change happened.
@@ -4327,8 +4331,8 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Only events of this kind. */
-                type?: components["schemas"]["DeliveryEventKind"];
+                /** @description Only events of this kind (a name `GET /event-types` lists; an unknown name lists nothing). */
+                type?: string;
                 /** @description Only events that occurred at or after this time. */
                 created_after?: string;
                 /** @description Only events that occurred strictly before this time. */
