@@ -1137,6 +1137,23 @@ type Error struct {
 // New codes may be added; treat an unknown code by its status.
 type ErrorCode string
 
+// Event An event, as the envelope its webhook deliveries carry; `data` is the kind's payload (see `GET /event-types` for each kind's schema).
+type Event struct {
+	// Data The event's payload, exactly as delivered.
+	Data map[string]interface{} `json:"data"`
+
+	// Event The event's kind, one of the names `GET /event-types` lists. New kinds are added over time without a new version; skip the kinds you do not know.
+	//
+	// Example: act.created
+	Event string `json:"event"`
+
+	// Id The event id, the same in every delivery of the event.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When the change happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
 // EventAct The act an `act.fetch_data` event is about.
 type EventAct struct {
 	// ClientId The client.
@@ -1154,6 +1171,15 @@ type EventAct struct {
 
 // EventKind Webhook event kinds.
 type EventKind string
+
+// EventList A page of events, newest first. No total is given.
+type EventList struct {
+	// Data The events on this page, newest first.
+	Data []Event `json:"data"`
+
+	// HasMore Whether more events follow in the direction read (older with `starting_after` or no cursor, newer with `ending_before`).
+	HasMore bool `json:"has_more"`
+}
 
 // EventType defines model for EventType.
 type EventType struct {
@@ -2154,6 +2180,27 @@ type ListDeletedClientsParams struct {
 	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
 	// seen misses and repeats nothing.
 	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
+}
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Type Only events of this kind (a name `GET /event-types` lists; an unknown name lists nothing).
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
+
+	// CreatedAfter Only events that occurred at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only events that occurred strictly before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// StartingAfter An event id; list the events that come after it in the list (older ones).
+	StartingAfter *openapi_types.UUID `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// EndingBefore An event id; list the events that come before it in the list (newer ones). Not with `starting_after`.
+	EndingBefore *openapi_types.UUID `form:"ending_before,omitempty" json:"ending_before,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListTemplatesParams defines parameters for ListTemplates.

@@ -34,6 +34,7 @@ const (
 	ScopeTemplatesWrite = "templates:write"
 	ScopeWebhooksRead   = "webhooks:read"
 	ScopeWebhooksWrite  = "webhooks:write"
+	ScopeEventsRead     = "events:read"
 	ScopeUsersRead      = "users:read"
 	ScopeUsersWrite     = "users:write"
 	ScopeOfflineAccess  = "offline_access"
@@ -44,6 +45,7 @@ const (
 var AllScopes = []string{
 	ScopeClientsRead, ScopeClientsWrite, ScopeActsRead, ScopeActsWrite,
 	ScopeTemplatesRead, ScopeTemplatesWrite, ScopeWebhooksRead, ScopeWebhooksWrite,
+	ScopeEventsRead,
 	ScopeUsersRead, ScopeUsersWrite, ScopeOfflineAccess,
 }
 

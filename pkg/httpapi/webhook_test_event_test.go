@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,6 +61,15 @@ func TestWebhookTestEvent(t *testing.T) {
 			ev := rcv.next(t) // verified signature and callback schema
 			if ev.Event != outbox.WebhookTest || ev.ID != dl.EventId.String() {
 				t.Fatalf("received %+v; want webhook.test %s", ev, dl.EventId)
+			}
+			// GET /events/{id} returns the envelope as it was delivered.
+			var delivered, got any
+			if err := json.Unmarshal(ev.Body, &delivered); err != nil {
+				t.Fatal(err)
+			}
+			f.Do("GET", "/api/1.0/events/"+ev.ID, f.Token(f.member, auth.ScopeEventsRead), nil).Status(t, http.StatusOK).Decode(t, &got)
+			if !reflect.DeepEqual(delivered, got) {
+				t.Fatalf("GET /events/%s = %v; delivered %v", ev.ID, got, delivered)
 			}
 			// The delivery log shows it, delivered.
 			deadline := time.Now().Add(10 * time.Second)

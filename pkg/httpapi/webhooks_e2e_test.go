@@ -37,6 +37,7 @@ type receivedEvent struct {
 		} `json:"act"`
 		SourceActUUID string `json:"source_act_uuid"`
 	} `json:"data"`
+	Body []byte `json:"-"` // the delivery body as received
 }
 
 // e2eReceiver is the integrator's side, over TLS: /fetch runs the reference
@@ -79,6 +80,7 @@ func newE2EReceiver(t *testing.T) *e2eReceiver {
 		}
 		var ev receivedEvent
 		json.Unmarshal(body, &ev)
+		ev.Body = body
 		r.events <- ev
 		w.WriteHeader(http.StatusAccepted)
 	}))

@@ -693,6 +693,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/1.0/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The tenant's events, newest first, each as the envelope a webhook delivery carries (same `id`, `event`,
+         *     `occurred_at` and `data`), whether or not any registration received it. Events are kept for the server's
+         *     retention (`FINSVC_EVENT_RETENTION`, 30 days by default); older ones are purged and no longer listed.
+         *
+         *     Page with event ids: `starting_after` gives the events older than that event, `ending_before` the events
+         *     newer than it (the ones nearest to it, still newest first; read the page from the end to go forward in
+         *     time). Events are numbered in the order their changes committed, so a cursor never skips an event that
+         *     committed after the page was read. There is no total for this list; `has_more` says whether another page
+         *     follows in the direction read.
+         *
+         *     A `webhook.test` event is listed only to callers who may see its registration (admins and viewers see all,
+         *     a member only the registrations they created); every other event is listed to every caller with the scope.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1.0/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event id (the envelope's `id`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an event
+         * @description One event as the envelope a webhook delivery carries (same `id`, `event`, `occurred_at` and `data`), for the
+         *     server's retention (`FINSVC_EVENT_RETENTION`, 30 days by default). Another tenant's event, a purged one and a
+         *     `webhook.test` event of a registration the caller may not see are 404.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/1.0/event-types": {
         parameters: {
             query?: never;
@@ -892,6 +948,35 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description An event, as the envelope its webhook deliveries carry; `data` is the kind's payload (see `GET /event-types` for each kind's schema). */
+        Event: {
+            /**
+             * Format: uuid
+             * @description The event id, the same in every delivery of the event.
+             */
+            id: string;
+            /**
+             * @description The event's kind, one of the names `GET /event-types` lists. New kinds are added over time without a new version; skip the kinds you do not know.
+             * @example act.created
+             */
+            event: string;
+            /**
+             * Format: date-time
+             * @description When the change happened.
+             */
+            occurred_at: string;
+            /** @description The event's payload, exactly as delivered. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A page of events, newest first. No total is given. */
+        EventList: {
+            /** @description The events on this page, newest first. */
+            data: components["schemas"]["Event"][];
+            /** @description Whether more events follow in the direction read (older with `starting_after` or no cursor, newer with `ending_before`). */
+            has_more: boolean;
+        };
         /** @description The error body of every endpoint below `/api/1.0`. */
         Error: {
             /** @description A human-readable summary. */
@@ -4340,6 +4425,83 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this kind (a name `GET /event-types` lists; an unknown name lists nothing). */
+                type?: string;
+                /** @description Only events that occurred at or after this time. */
+                created_after?: string;
+                /** @description Only events that occurred strictly before this time. */
+                created_before?: string;
+                /** @description An event id; list the events that come after it in the list (older ones). */
+                starting_after?: string;
+                /** @description An event id; list the events that come before it in the list (newer ones). Not with `starting_after`. */
+                ending_before?: string;
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event id (the envelope's `id`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];

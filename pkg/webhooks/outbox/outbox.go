@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/pkg/db"
 	"github.com/finsvc/finsvc/pkg/tenant"
 )
 
@@ -121,7 +122,7 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (queued int, e
 	if !ValidKind(ev.Kind) {
 		return 0, fmt.Errorf("outbox: unknown event kind %q", ev.Kind)
 	}
-	ev, err = insertEvent(ctx, tx, ev)
+	ev, err = insertEvent(ctx, tx, ev, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -147,8 +148,10 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (queued int, e
 // webhookID, inside tx, and returns the delivery's id. The caller has
 // checked that the registration exists and may receive it now; workers
 // check eligibility again before the attempt, as for every delivery.
-func EmitTo(ctx context.Context, tx *gorm.DB, webhookID int64, data any, now time.Time) (deliveryID string, err error) {
-	ev, err := insertEvent(ctx, tx, Event{Kind: WebhookTest, OccurredAt: now, Data: data})
+// ownerUserID is the registration's creator: the event is listed only to
+// callers who may see the registration (ListEvents).
+func EmitTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int64, data any, now time.Time) (deliveryID string, err error) {
+	ev, err := insertEvent(ctx, tx, Event{Kind: WebhookTest, OccurredAt: now, Data: data}, ownerUserID)
 	if err != nil {
 		return "", err
 	}
@@ -159,9 +162,17 @@ func EmitTo(ctx context.Context, tx *gorm.DB, webhookID int64, data any, now tim
 	return ids[0], nil
 }
 
+// SeqName is the id_sequences name of the events' numbers (events.seq):
+// the row stays locked until the writer commits, so numbers follow commit
+// order within a tenant and the events API's cursors skip nothing. Take it
+// last in a transaction (Emit and EmitTo do, after the change), after any
+// db.Stamp, so that locks are taken in one order.
+const SeqName = "events.seq"
+
 // insertEvent writes ev's events row (giving it an id and a time when it
-// has none).
-func insertEvent(ctx context.Context, tx *gorm.DB, ev Event) (Event, error) {
+// has none), numbered in the tenant (SeqName); ownerUserID, when not 0,
+// restricts who may list it.
+func insertEvent(ctx context.Context, tx *gorm.DB, ev Event, ownerUserID int64) (Event, error) {
 	if ev.ID == uuid.Nil {
 		ev.ID = uuid.New()
 	}
@@ -175,6 +186,14 @@ func insertEvent(ctx context.Context, tx *gorm.DB, ev Event) (Event, error) {
 	row := map[string]any{
 		"tenant_id": tenant.ID(ctx), "id": ev.ID.String(), "kind": ev.Kind,
 		"payload": string(payload), "occurred_at": ev.OccurredAt.UTC(),
+	}
+	seq, err := db.NextID(tx.WithContext(ctx), tenant.ID(ctx), SeqName)
+	if err != nil {
+		return ev, fmt.Errorf("outbox: number %s event: %w", ev.Kind, err)
+	}
+	row["seq"] = seq
+	if ownerUserID != 0 {
+		row["owner_user_id"] = ownerUserID
 	}
 	if ev.ExpiresAt != nil {
 		row["expires_at"] = ev.ExpiresAt.UTC()

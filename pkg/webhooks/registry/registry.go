@@ -486,7 +486,7 @@ func (s *Store) Test(ctx context.Context, p *auth.Principal, webhookID int64) (d
 			return "", apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before testing.").
 				WithField("active", "the registration is inactive")
 		}
-		return outbox.EmitTo(ctx, tx, webhookID, map[string]any{"webhook_id": webhookID, "message": TestMessage}, now)
+		return outbox.EmitTo(ctx, tx, webhookID, w.CreatedByUserID, map[string]any{"webhook_id": webhookID, "message": TestMessage}, now)
 	})
 }
 
@@ -547,4 +547,27 @@ func (s *Store) queue(ctx context.Context, p *auth.Principal, op string, webhook
 		s.notifier.Notify()
 	}
 	return &out, nil
+}
+
+// Events returns a page of the tenant's events p may see (outbox.ListEvents):
+// a webhook.test event is listed only to those who may see its
+// registration, the same rule as the registrations' own (a member sees the
+// registrations they created).
+func (s *Store) Events(ctx context.Context, p *auth.Principal, f outbox.EventFilter) (_ []outbox.Stored, more bool, err error) {
+	defer apperr.Wrap(&err, "registry.Events")
+	if uid, only := ownOnly(p); only {
+		f.OnlyUser = &uid
+	}
+	return outbox.ListEvents(ctx, s.db.DB, f)
+}
+
+// Event returns one of the tenant's events p may see; any other is
+// NotFound.
+func (s *Store) Event(ctx context.Context, p *auth.Principal, id uuid.UUID) (_ *outbox.Stored, err error) {
+	defer apperr.Wrap(&err, "registry.Event(%s)", id)
+	var only *int64
+	if uid, o := ownOnly(p); o {
+		only = &uid
+	}
+	return outbox.GetEvent(ctx, s.db.DB, id, only)
 }
