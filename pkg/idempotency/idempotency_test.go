@@ -157,8 +157,10 @@ func TestDoDispositions(t *testing.T) {
 	})
 }
 
-// Callers racing on one key: exactly one runs, the others are told it is in
-// flight at once (not after a lease) or, once it finished, replay it.
+// Callers racing on one key: exactly one runs; the others are told it is
+// in flight while it runs (at once, not after a lease) and, once it
+// finished, get its result. The holder finishes only after some caller was
+// told it is in flight, so the test does not depend on timing.
 func TestDoRace(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		_, tn := testdb.NewTenant(t, d, "acme")
@@ -167,13 +169,18 @@ func TestDoRace(t *testing.T) {
 		for round := range 4 {
 			r := idempotency.Request{TenantID: tn.ID, ClientID: "app", UserID: 1, Key: string(rune('a' + round)), Method: "POST", Path: "/p", Digest: "d"}
 			release := make(chan struct{})
+			var releaseOnce sync.Once
 			started := make(chan struct{})
 			var ran, inflight, replayed atomic.Int32
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				o, _, err := s.Do(context.Background(), r, func(ctx context.Context) (idempotency.Result, idempotency.Disposition) {
 					close(started)
-					<-release
+					select {
+					case <-release:
+					case <-time.After(30 * time.Second):
+						t.Error("no caller was told the key is in flight")
+					}
 					_ = write(ctx, "x")
 					return idempotency.Result{Status: 201, Body: []byte("{}")}, idempotency.Commit
 				})
@@ -184,26 +191,30 @@ func TestDoRace(t *testing.T) {
 			<-started
 			for range 8 {
 				wg.Go(func() {
-					o, _, err := s.Do(context.Background(), r, func(context.Context) (idempotency.Result, idempotency.Disposition) {
-						ran.Add(1)
-						return idempotency.Result{Status: 201}, idempotency.Commit
-					})
-					if err != nil {
-						t.Error(err)
-					}
-					switch o {
-					case idempotency.InFlight:
+					for {
+						o, _, err := s.Do(context.Background(), r, func(context.Context) (idempotency.Result, idempotency.Disposition) {
+							ran.Add(1)
+							return idempotency.Result{Status: 201}, idempotency.Commit
+						})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if o != idempotency.InFlight {
+							if o == idempotency.Replayed {
+								replayed.Add(1)
+							}
+							return
+						}
 						inflight.Add(1)
-					case idempotency.Replayed:
-						replayed.Add(1)
+						releaseOnce.Do(func() { close(release) })
+						time.Sleep(5 * time.Millisecond)
 					}
 				})
 			}
-			time.Sleep(50 * time.Millisecond) // let some of them find it running
-			close(release)
 			wg.Wait()
-			if ran.Load() != 0 || inflight.Load()+replayed.Load() != 8 || inflight.Load() == 0 {
-				t.Fatalf("round %d: %d ran again, %d in flight, %d replayed; want 0 and 8 told", round, ran.Load(), inflight.Load(), replayed.Load())
+			if ran.Load() != 0 || replayed.Load() != 8 || inflight.Load() == 0 {
+				t.Fatalf("round %d: %d ran again, %d told in flight, %d replayed; want 0, some and 8", round, ran.Load(), inflight.Load(), replayed.Load())
 			}
 		}
 		if count() != 4 {
