@@ -827,7 +827,7 @@ type Client struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// CreditLimit Credit limit, an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)); never rounded through binary floating point by the service.
-	CreditLimit json.Number `json:"credit_limit"`
+	CreditLimit Decimal `json:"credit_limit"`
 
 	// Id The client id, unique within the tenant.
 	Id int64 `json:"id"`
@@ -848,7 +848,7 @@ type ClientCreate struct {
 	Country string `json:"country"`
 
 	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
-	CreditLimit json.Number `json:"credit_limit"`
+	CreditLimit Decimal `json:"credit_limit"`
 
 	// OrgNumber Organization number.
 	OrgNumber string `json:"org_number"`
@@ -872,7 +872,7 @@ type ClientUpdate struct {
 	Country *string `json:"country,omitempty"`
 
 	// CreditLimit Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
-	CreditLimit *json.Number `json:"credit_limit,omitempty"`
+	CreditLimit *Decimal `json:"credit_limit,omitempty"`
 
 	// OrgNumber Organization number.
 	OrgNumber *string `json:"org_number,omitempty"`
