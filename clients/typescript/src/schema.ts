@@ -1026,8 +1026,11 @@ export interface components {
             org_number: string;
             /** @description ISO 3166-1 alpha-2 country code. */
             country: string;
-            /** @description Credit limit, an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)); never rounded through binary floating point by the service. */
-            credit_limit: number;
+            /**
+             * Format: decimal
+             * @description Credit limit, an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)); never rounded through binary floating point by the service.
+             */
+            credit_limit: `${number}`;
             /**
              * Format: date-time
              * @description When the client was created.
@@ -1047,8 +1050,11 @@ export interface components {
             org_number: string;
             /** @description ISO 3166-1 alpha-2 country code. */
             country: string;
-            /** @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through. */
-            credit_limit: number;
+            /**
+             * Format: decimal
+             * @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
+             */
+            credit_limit: `${number}`;
         };
         /** @description Fields to change; omitted fields stay as they are. */
         ClientUpdate: {
@@ -1058,8 +1064,11 @@ export interface components {
             org_number?: string;
             /** @description ISO 3166-1 alpha-2 country code. */
             country?: string;
-            /** @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through. */
-            credit_limit?: number;
+            /**
+             * Format: decimal
+             * @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
+             */
+            credit_limit?: `${number}`;
         };
         /** @description The tombstone of a deleted client. */
         DeletedClient: {
