@@ -1,11 +1,10 @@
 package openapi_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,6 +12,10 @@ import (
 
 	"github.com/finsvc/finsvc/openapi"
 )
+
+// serverPackage is an import path into the server module (a link to the
+// repository's changelog is no package).
+var serverPackage = regexp.MustCompile(`github\.com/finsvc/finsvc/(pkg|gen|cmd|internal)/[a-z]`)
 
 // The published contract names no Go type or package: server-only
 // generation hints (money.Decimal for `format: decimal`) live in the
@@ -45,8 +48,8 @@ func TestPublishedSpecHasNoGoExtensions(t *testing.T) {
 	if len(found) > 0 {
 		t.Errorf("Go generator extensions in the published spec:\n%s", strings.Join(found, "\n"))
 	}
-	if bytes.Contains(openapi.Document, []byte("github.com/finsvc/finsvc/")) {
-		t.Error("the published spec names a package of the server module")
+	if m := serverPackage.Find(openapi.Document); m != nil {
+		t.Errorf("the published spec names %s, a package of the server module", m)
 	}
 }
 
@@ -106,7 +109,10 @@ output-options:
 		}
 		return string(out)
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
 	// The generator as pinned by this module, run from here; its output goes
 	// into the scratch module.
 	run(root, gobin, "tool", "oapi-codegen", "-generate", "types", "-package", "plain",
