@@ -37,12 +37,12 @@ pid=$!
 
 cd "$here"
 npmq ci
-# The generated types are committed (they are the package's declarations):
+# The generated types (and the money properties) are committed (they are the package's declarations):
 # regenerate them and fail if they differ, as CI does for gen/.
 npm run --silent generate >/dev/null
-if ! git -C "$root" diff --exit-code --stat -- clients/typescript/src/schema.ts ||
+if ! git -C "$root" diff --exit-code --stat -- clients/typescript/src/schema.ts clients/typescript/src/decimal.gen.ts ||
   [ -n "$(git -C "$root" ls-files --others --exclude-standard -- clients/typescript/src)" ]; then
-  echo "typescript smoke: clients/typescript/src/schema.ts differs from a fresh 'npm run generate': regenerate and commit it" >&2
+  echo "typescript smoke: clients/typescript/src/schema.ts or decimal.gen.ts differs from a fresh 'npm run generate': regenerate and commit it" >&2
   exit 1
 fi
 # prepack builds dist/ with tsc.

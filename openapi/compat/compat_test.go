@@ -142,6 +142,14 @@ func TestGate(t *testing.T) {
 			op.Extensions = map[string]any{"x-sunset": time.Now().AddDate(0, 1, 0).Format(time.DateOnly)}
 		}, want: "api-sunset-date-too-small"},
 
+		{name: "credit_limit in steps of a tenth (not the reviewed hundredth)", edit: func(s *openapi3.T) {
+			v := 0.1
+			schema(s, "ClientCreate").Properties["credit_limit"].Value.MultipleOf = &v
+		}, want: "request-property-multiple-of-set"},
+		{name: "another request number given a format", edit: func(s *openapi3.T) {
+			schema(s, "ClientUpdate").Properties["credit_limit"].Value.Format = "double"
+		}, want: "request-property-type-changed"},
+
 		{name: "new optional request field and response field", ok: true, edit: func(s *openapi3.T) {
 			schema(s, "ClientCreate").Properties["vat_number"] = openapi3.NewSchemaRef("", openapi3.NewStringSchema())
 			schema(s, "Client").Properties["vat_number"] = openapi3.NewSchemaRef("", openapi3.NewStringSchema())
@@ -184,6 +192,35 @@ func TestGate(t *testing.T) {
 				t.Fatalf("no %s among the breaking changes:\n%s", c.want, r.Report())
 			}
 		})
+	}
+}
+
+// The reviewed changes (credit_limit's format and multipleOf) pass against
+// the release they were reviewed for, as notes, and are breaking against any
+// other.
+func TestReviewedChangesAreTiedToTheirRelease(t *testing.T) {
+	t.Parallel()
+	base := released(t)
+	r, err := compat.Check(base, read(t, "../finsvc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Released != "1.0.0" {
+		t.Skipf("newest release is %s: the reviewed changes no longer apply", r.Released)
+	}
+	if notes := strings.Join(r.Notes, "\n"); strings.Count(notes, "(reviewed: ") != 4 {
+		t.Fatalf("want the 4 reviewed credit_limit changes among the notes:\n%s", r.Report())
+	}
+	other := strings.Replace(string(base), "version: 1.0.0", "version: 1.0.1", 1)
+	if other == string(base) {
+		t.Fatal("no version line to change in the released spec")
+	}
+	r, err = compat.Check([]byte(other), read(t, "../finsvc.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || !strings.Contains(strings.Join(r.Breaking, "\n"), "[request-property-multiple-of-set]") {
+		t.Fatalf("against another release the changes must be breaking:\n%s", r.Report())
 	}
 }
 

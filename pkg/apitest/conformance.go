@@ -106,7 +106,18 @@ func ValidateResponse(req *http.Request, resp *http.Response, body []byte) error
 // responses it does not otherwise describe; the document must declare each
 // one on every response that carries it (validators ignore undeclared
 // headers, so without this check the document could stay silent about them).
-var middlewareHeaders = []string{"request_id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "Idempotent-Replayed"}
+var middlewareHeaders = []string{"request_id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "Idempotent-Replayed",
+	"Deprecation", "Sunset", "Link"}
+
+// fullyDeclared are the operations outside the generated server (OAuth and
+// operational endpoints) whose handlers set headers of their own: every
+// header on their responses, beyond the transport's, must be declared.
+var fullyDeclared = map[string]bool{
+	"exchangeToken": true, "revokeToken": true, "getOpenAPIDocument": true, "metrics": true, "docs": true,
+}
+
+// transportHeaders describe the message, not the API: never declared.
+var transportHeaders = map[string]bool{"Content-Type": true, "Content-Length": true, "Date": true, "Transfer-Encoding": true, "Connection": true}
 
 func undeclaredHeaders(op *openapi3.Operation, resp *http.Response) error {
 	ref := op.Responses.Status(resp.StatusCode)
@@ -123,6 +134,21 @@ func undeclaredHeaders(op *openapi3.Operation, resp *http.Response) error {
 		if _, ok := ref.Value.Headers[h]; !ok {
 			return fmt.Errorf("%s → %d carries the %s header, which the OpenAPI document does not declare on that response",
 				op.OperationID, resp.StatusCode, h)
+		}
+	}
+	if fullyDeclared[op.OperationID] {
+		for h := range resp.Header {
+			if transportHeaders[h] {
+				continue
+			}
+			declared := false
+			for k := range ref.Value.Headers {
+				declared = declared || strings.EqualFold(k, h)
+			}
+			if !declared {
+				return fmt.Errorf("%s → %d carries the %s header, which the OpenAPI document does not declare on that response",
+					op.OperationID, resp.StatusCode, h)
+			}
 		}
 	}
 	return nil

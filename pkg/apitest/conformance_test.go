@@ -115,3 +115,20 @@ func TestEventSchemaComesFromTheSpec(t *testing.T) {
 		t.Fatalf("invoice.created after the spec describes it: %q %v", name, ok)
 	}
 }
+
+// On an operation whose handler sets its own headers, every header beyond
+// the transport's must be declared, not only the middleware's.
+func TestFullyDeclaredOperation(t *testing.T) {
+	req := httptest.NewRequest("GET", "/openapi.yaml", nil)
+	resp := &http.Response{StatusCode: 200, Header: http.Header{
+		"Content-Type": {"application/yaml"}, "Cache-Control": {"public, max-age=300"}, "Request_id": {"abc"},
+	}}
+	body := []byte("openapi: 3.0.3\n")
+	if err := ValidateResponse(req, resp, body); err != nil {
+		t.Fatalf("declared headers refused: %v", err)
+	}
+	resp.Header.Set("X-Frame-Options", "DENY")
+	if err := ValidateResponse(req, resp, body); err == nil || !strings.Contains(err.Error(), "X-Frame-Options") {
+		t.Fatalf("undeclared X-Frame-Options accepted: %v", err)
+	}
+}

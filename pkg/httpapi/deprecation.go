@@ -307,6 +307,65 @@ func present(v any, path []string) bool {
 	return false
 }
 
+// declared refuses an operation that may send deprecation headers (it is
+// deprecated, or a body of it has a deprecated property) unless every one of
+// its responses declares them, so that the contract names every header a
+// client can see: Deprecation and Link always, Sunset when a date is given.
+func declared(spec *openapi3.T, byRoute deprecationHeaders, fields map[string][]fieldDeprecation) error {
+	var errs []error
+	paths := spec.Paths.InMatchingOrder()
+	sort.Strings(paths)
+	for _, p := range paths {
+		for method, op := range spec.Paths.Value(p).Operations() {
+			route := routeKey(method, echoPath(p))
+			h := byRoute[route]
+			for _, f := range fields[route] {
+				h = earliest(h, f.header)
+			}
+			if h == nil || op.Responses == nil {
+				continue
+			}
+			name := op.OperationID
+			if name == "" {
+				name = method + " " + p
+			}
+			codes := make([]string, 0, op.Responses.Len())
+			for code := range op.Responses.Map() {
+				codes = append(codes, code)
+			}
+			sort.Strings(codes)
+			for _, code := range codes {
+				r := op.Responses.Value(code)
+				var missing []string
+				for _, want := range []string{"Deprecation", "Sunset", "Link"} {
+					if h.Get(want) == "" {
+						continue
+					}
+					if r == nil || r.Value == nil || !hasHeader(r.Value.Headers, want) {
+						missing = append(missing, want)
+					}
+				}
+				if len(missing) > 0 {
+					errs = append(errs, fmt.Errorf("operation %s: response %s sends but does not declare %s", name, code, strings.Join(missing, ", ")))
+				}
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("httpapi: deprecation: %w", err)
+	}
+	return nil
+}
+
+func hasHeader(hs openapi3.Headers, name string) bool {
+	for k := range hs {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // deprecation sets the headers of a deprecated operation on its responses,
 // errors included. It looks the route echo matched up in one map built at
 // startup, so an operation that is not deprecated costs one map miss.
@@ -317,6 +376,9 @@ func deprecation(spec *openapi3.T) (echo.MiddlewareFunc, error) {
 	}
 	fields, err := requestFieldsFrom(spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := declared(spec, byRoute, fields); err != nil {
 		return nil, err
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {

@@ -45,6 +45,21 @@ func specCopy(t *testing.T) *openapi3.T {
 func deprecate(op *openapi3.Operation, ext map[string]any) {
 	op.Deprecated = true
 	op.Extensions = ext
+	declareDeprecation(op)
+}
+
+// declareDeprecation declares the three headers on every response of op, as
+// the spec must for an operation that can send them (shared responses are
+// changed too: the spec is a copy).
+func declareDeprecation(op *openapi3.Operation) {
+	for _, r := range op.Responses.Map() {
+		if r.Value.Headers == nil {
+			r.Value.Headers = openapi3.Headers{}
+		}
+		for _, h := range []string{"Deprecation", "Sunset", "Link"} {
+			r.Value.Headers[h] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{Schema: openapi3.NewSchemaRef("", openapi3.NewStringSchema())}}}
+		}
+	}
 }
 
 // served routes the generated server's own registrations through the
@@ -184,6 +199,40 @@ func TestDeprecationRefusesBadSpecs(t *testing.T) {
 	}
 }
 
+// An operation that can send the headers must declare them on every
+// response: deprecated, or with a deprecated property in its request body.
+func TestDeprecationRefusesUndeclaredHeaders(t *testing.T) {
+	spec := specCopy(t)
+	op := spec.Paths.Value("/api/1.0/clients/{id}").Get
+	op.Deprecated = true
+	op.Extensions = map[string]any{extDeprecatedAt: "2027-01-15", extSunset: "2027-07-15"}
+	if _, err := deprecation(spec); err == nil || !strings.Contains(err.Error(), "operation getClient: response 200 sends but does not declare Deprecation, Sunset, Link") {
+		t.Fatalf("err = %v", err)
+	}
+	declareDeprecation(op)
+	delete(op.Responses.Value("404").Value.Headers, "Sunset")
+	if _, err := deprecation(spec); err == nil || !strings.Contains(err.Error(), "response 404 sends but does not declare Sunset") || strings.Contains(err.Error(), "response 200") {
+		t.Fatalf("err = %v", err)
+	}
+	// Without x-sunset, Sunset is never sent and need not be declared.
+	op.Extensions = map[string]any{extDeprecatedAt: "2027-01-15"}
+	if _, err := deprecation(spec); err != nil {
+		t.Fatal(err)
+	}
+
+	spec = specCopy(t)
+	prop := spec.Components.Schemas["ClientUpdate"].Value.Properties["org_number"].Value
+	prop.Deprecated = true
+	prop.Extensions = map[string]any{extDeprecatedAt: "2027-01-15"}
+	if _, err := deprecation(spec); err == nil || !strings.Contains(err.Error(), "operation updateClient: response 200 sends but does not declare Deprecation, Link") {
+		t.Fatalf("err = %v", err)
+	}
+	declareDeprecation(spec.Paths.Value("/api/1.0/clients/{id}").Patch)
+	if _, err := deprecation(spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Dates written unquoted in YAML (as a spec author would) read the same.
 func TestDeprecationDatesFromYAML(t *testing.T) {
 	doc := `openapi: 3.0.3
@@ -223,6 +272,7 @@ func TestDeprecatedFields(t *testing.T) {
 	upd := spec.Components.Schemas["ClientUpdate"].Value.Properties["country"].Value
 	upd.Deprecated = true
 	upd.Extensions = map[string]any{extDeprecatedAt: "2027-03-01", extSunset: "2027-10-01"}
+	declareDeprecation(spec.Paths.Value("/api/1.0/clients/{id}").Patch)
 	e := served(t, spec)
 
 	send := func(body string) *httptest.ResponseRecorder {
@@ -248,6 +298,11 @@ func TestDeprecatedFields(t *testing.T) {
 	org := spec.Components.Schemas["Client"].Value.Properties["org_number"].Value
 	org.Deprecated = true
 	org.Extensions = map[string]any{extDeprecatedAt: "2027-03-01"}
+	for _, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			declareDeprecation(op)
+		}
+	}
 	e = served(t, spec)
 	if rec := call(e, http.MethodGet, "/api/1.0/clients/1"); rec.Header().Get("Deprecation") != "@1803859200" || rec.Header().Get("Sunset") != "" {
 		t.Fatalf("GET of a response with a deprecated field: %v", rec.Header())

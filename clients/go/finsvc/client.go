@@ -9,11 +9,13 @@
 //
 // The token source refreshes tokens as needed (oauth2.ReuseTokenSource
 // semantics come with oauth2.Config.TokenSource). Money amounts
-// (credit_limit) are json.Number: exact decimal text, never a float.
+// (credit_limit, `format: decimal` in the spec) are Decimal: exact decimal
+// text, never a float.
 package finsvc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,6 +26,15 @@ import (
 
 	"golang.org/x/oauth2"
 )
+
+// Decimal is a money amount (`type: number, format: decimal` in the spec):
+// the JSON number's digits exactly as the service wrote them, and sent back
+// as the same number literal, never rounded through float64 (a float64
+// reads 999999999999999999.99 as 1e18). It is json.Number, so
+// Decimal("250000.25") writes 250000.25 and encoding/json refuses text that
+// is not a number; compare and compute with math/big (new(big.Rat).SetString)
+// or a decimal library of your choice.
+type Decimal = json.Number
 
 // DefaultBaseDomain is the service's default FINSVC_BASE_DOMAIN, used for
 // the Host header when baseURL names the server by IP address.

@@ -13,8 +13,8 @@
 // Usage: node dist/smoke.js <path to demo.json>
 import { readFileSync, writeFileSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
-import { closeLocalConnections, createClient, localhostFetch, tenantAddress } from "@finsvc/client";
-import type { Schema } from "@finsvc/client";
+import { closeLocalConnections, createClient, localhostFetch, parseJSON, stringifyJSON, tenantAddress } from "@finsvc/client";
+import type { Decimal, Schema } from "@finsvc/client";
 import type { components } from "@finsvc/client/schema";
 
 type Demo = {
@@ -86,7 +86,7 @@ async function authorize(demo: Demo): Promise<{ code: string; verifier: string }
     redirect_uri: demo.redirect_uri,
     response_type: "code",
     state,
-    scope: "clients:read acts:read acts:write offline_access",
+    scope: "clients:read clients:write acts:read acts:write offline_access",
     code_challenge: challenge,
     code_challenge_method: "S256",
   });
@@ -180,6 +180,32 @@ async function main() {
   check(clients.data.data.length > 0 && clients.data.meta.total >= clients.data.data.length, "the demo has clients");
   console.log(`clients: ${clients.data.data.length} of ${clients.data.meta.total}, first ${clients.data.data[0]!.company_name}`);
 
+  // Money never passes through a JS number, which reads 99999999999999999.99
+  // as 1e17: it goes out as the number literal and comes back with every
+  // digit, as a Decimal string. The service refuses a string where the
+  // contract says number, so a 201 also shows it went out as a number.
+  check(Number("99999999999999999.99") === 1e17, "a JS number rounds the amount (the reason for Decimal)");
+  check(stringifyJSON({ credit_limit: "99999999999999999.99", n: 1.5 }) === '{"credit_limit":99999999999999999.99,"n":1.5}', "stringifyJSON writes money as its literal");
+  const parsed = parseJSON('{"credit_limit":999999999999999999.99,"id":7}') as { credit_limit: unknown; id: unknown };
+  check(parsed.credit_limit === "999999999999999999.99" && parsed.id === 7, `parseJSON: ${JSON.stringify(parsed)}`);
+  const big: Decimal = "99999999999999999.99";
+  const created = await api.POST("/api/1.0/clients", {
+    body: { company_name: "Exact Money AS", org_number: `TS-${randomBytes(6).toString("hex")}`, country: "NO", credit_limit: big },
+  });
+  check(created.response.status === 201 && created.data, `POST /clients: ${created.response.status} ${JSON.stringify(created.error)}`);
+  check(created.data.credit_limit === big, `created credit_limit ${created.data.credit_limit}, want ${big}`);
+  const id = created.data.id;
+  const read = await api.GET("/api/1.0/clients/{id}", { params: { path: { id } } });
+  check(read.data?.credit_limit === big && typeof read.data.credit_limit === "string", `read back ${read.data?.credit_limit}`);
+  const max: Decimal = "999999999999999999.99";
+  const raised = await api.PATCH("/api/1.0/clients/{id}", { params: { path: { id } }, body: { credit_limit: max } });
+  check(raised.response.status === 200 && raised.data?.credit_limit === max, `PATCH credit_limit: ${raised.response.status} ${raised.data?.credit_limit ?? JSON.stringify(raised.error)}`);
+  const over = await api.PATCH("/api/1.0/clients/{id}", { params: { path: { id } }, body: { credit_limit: "1000000000000000000.00" } });
+  check(over.response.status === 400 && over.error?.errors?.credit_limit, `one cent over the maximum: ${over.response.status} ${JSON.stringify(over.error)}`);
+  const after = await api.GET("/api/1.0/clients/{id}", { params: { path: { id } } });
+  check(after.data?.credit_limit === max, `after the refused change: ${after.data?.credit_limit}`);
+  console.log(`money: ${big} and ${max} sent and read back exactly`);
+
   const acts = await api.GET("/api/1.0/acts", { params: { query: { limit: 1 } } });
   check(acts.response.status === 200 && acts.data && acts.data.data.length > 0, `GET /acts: ${acts.response.status}`);
   const uuid = acts.data.data[0]!.uuid;
@@ -206,7 +232,7 @@ async function main() {
   const again = await authorize(demo);
   const fresh = await token(demo, { grant_type: "authorization_code", code: again.code, redirect_uri: demo.redirect_uri, code_verifier: again.verifier });
   writeFileSync("tokens.json", JSON.stringify(fresh, null, 2));
-  console.log("typescript smoke: 7 passed, 0 failed");
+  console.log("typescript smoke: 8 passed, 0 failed");
 }
 
 main()

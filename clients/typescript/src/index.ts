@@ -4,9 +4,12 @@
 // openapi/finsvc.yaml, by openapi-typescript; requests go through
 // openapi-fetch, so every path, parameter, body and response is checked by
 // the compiler. createClient addresses one tenant and sends a bearer token on
-// every request, as the Go client's finsvc.New does.
+// every request, as the Go client's finsvc.New does. Money (Decimal) never
+// passes through a JS number: see parseJSON and stringifyJSON.
 import openapiFetch from "openapi-fetch";
 import type { Client } from "openapi-fetch";
+import { isLosslessNumber, LosslessNumber, parse as losslessParse, stringify as losslessStringify } from "lossless-json";
+import { decimalProperties } from "./decimal.gen.js";
 import type { paths } from "./schema.js";
 
 export type { paths, components, operations, webhooks } from "./schema.js";
@@ -14,6 +17,63 @@ export type { paths, components, operations, webhooks } from "./schema.js";
 /** A schema of the contract by name: `Schema<"Act">`. */
 export type Schema<Name extends keyof import("./schema.js").components["schemas"]> =
   import("./schema.js").components["schemas"][Name];
+
+/**
+ * A money amount (`type: number, format: decimal` in the contract, e.g.
+ * `credit_limit`): the JSON number's digits as a string, "999999999999999999.99".
+ * A JS number cannot hold such amounts (it reads that one as 1e18), so the
+ * client never turns money into one: createClient reads it from responses
+ * and writes it into request bodies as the same number literal. Compute with
+ * a decimal library (or BigInt on the cents), not with Number().
+ */
+export type Decimal = `${number}`;
+
+/** The money properties of the contract, by name (generated from the spec). */
+export { decimalProperties };
+
+/**
+ * JSON.parse for finsvc bodies (responses, webhook deliveries): money
+ * properties become Decimal strings with every digit as sent; every other
+ * number is the JS number JSON.parse makes of it.
+ */
+export function parseJSON(text: string): unknown {
+  return losslessParse(text, (key, value) => {
+    if (!isLosslessNumber(value)) return value;
+    return decimalProperties.has(key) ? value.value : Number(value.value);
+  });
+}
+
+/**
+ * JSON.stringify for finsvc request bodies: a money property given as a
+ * Decimal string is written as the number literal it holds (a string that
+ * is not a number literal throws); everything else as JSON.stringify writes it.
+ */
+export function stringifyJSON(value: unknown): string {
+  const out = losslessStringify(value, (key, v) =>
+    decimalProperties.has(key) && typeof v === "string" ? new LosslessNumber(v) : v,
+  );
+  if (out === undefined) throw new Error("finsvc: nothing to send");
+  return out;
+}
+
+// The response with every money property of its JSON body turned into a
+// string, so that openapi-fetch's JSON.parse cannot round it.
+async function exactMoney(res: Response): Promise<Response> {
+  if (res.status === 204 || res.status === 304 || !/\bjson\b/i.test(res.headers.get("content-type") ?? "")) return res;
+  const text = await res.text();
+  let body = text;
+  if (text.trim() !== "") {
+    try {
+      body = JSON.stringify(parseJSON(text));
+    } catch {
+      // Not JSON after all: openapi-fetch reports it as it is.
+    }
+  }
+  const headers = new Headers(res.headers);
+  headers.delete("content-length");
+  headers.delete("content-encoding");
+  return new Response(body, { status: res.status, statusText: res.statusText, headers });
+}
 
 /** The client createClient returns: GET, POST, PUT, PATCH, DELETE by path. */
 export type FinsvcClient = Client<paths>;
@@ -133,14 +193,15 @@ export function createClient(opts: ClientOptions): FinsvcClient {
   const token = typeof opts.token === "function" ? opts.token : () => opts.token as string;
   const send = async (req: Request): Promise<Response> => {
     req.headers.set("authorization", `Bearer ${await token()}`);
-    if (!dial) return (opts.fetch ?? fetch)(req);
+    if (!dial) return exactMoney(await (opts.fetch ?? fetch)(req));
     // openapi-fetch built a global Request; undici's fetch wants its own.
     const { u, agent } = await dialer(dial);
     const body = req.body ? await req.arrayBuffer() : undefined;
     const res = await u.fetch(req.url, { method: req.method, headers: [...req.headers], body, redirect: "manual", signal: req.signal, dispatcher: agent });
-    return res as unknown as Response;
+    return exactMoney(res as unknown as Response);
   };
   // The API never redirects; following one would resend the bearer token to
   // wherever it points.
-  return openapiFetch<paths>({ baseUrl: url, fetch: send, redirect: "manual" });
+  // Bodies go out through stringifyJSON, so money is sent as the literal.
+  return openapiFetch<paths>({ baseUrl: url, fetch: send, redirect: "manual", bodySerializer: stringifyJSON });
 }

@@ -1156,8 +1156,11 @@ export interface components {
             org_number: string;
             /** @description ISO 3166-1 alpha-2 country code. */
             country: string;
-            /** @description Credit limit, an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)); never rounded through binary floating point by the service. */
-            credit_limit: number;
+            /**
+             * Format: decimal
+             * @description Credit limit, an exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)); never rounded through binary floating point by the service.
+             */
+            credit_limit: `${number}`;
             /**
              * Format: date-time
              * @description When the client was created.
@@ -1177,8 +1180,11 @@ export interface components {
             org_number: string;
             /** @description ISO 3166-1 alpha-2 country code. */
             country: string;
-            /** @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through. */
-            credit_limit: number;
+            /**
+             * Format: decimal
+             * @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
+             */
+            credit_limit: `${number}`;
         };
         /** @description Fields to change; omitted fields stay as they are. */
         ClientUpdate: {
@@ -1188,8 +1194,11 @@ export interface components {
             org_number?: string;
             /** @description ISO 3166-1 alpha-2 country code. */
             country?: string;
-            /** @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through. */
-            credit_limit?: number;
+            /**
+             * Format: decimal
+             * @description Exact decimal from 0 to 999999999999999999.99 with at most two fractional digits (SQL NUMERIC(20,2)). Any other value, however close (1e-400, 0.001, 1e18), is refused with 400 and `errors.credit_limit`, never rounded. `maximum` states the bound; validators compare it in binary floating point, where it equals 1e18, so the service itself refuses what they let through.
+             */
+            credit_limit?: `${number}`;
         };
         /** @description The tombstone of a deleted client. */
         DeletedClient: {
@@ -2303,6 +2312,10 @@ export interface components {
         /** @description An RFC 6749 error. */
         OAuthError: {
             headers: {
+                /** @description On a 401 (`invalid_client`), the authentication scheme the client should use, `Basic` (RFC 6749, section 5.2). */
+                "WWW-Authenticate"?: string;
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                Pragma: components["headers"]["PragmaNoCache"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2342,6 +2355,8 @@ export interface components {
         /** @description The service cannot reach its database (`temporarily_unavailable`); nothing was decided about the request. Retry after `Retry-After` seconds. */
         OAuthUnavailable: {
             headers: {
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                Pragma: components["headers"]["PragmaNoCache"];
                 "Retry-After": components["headers"]["RetryAfter"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2467,12 +2482,22 @@ export interface components {
         RequestId: string;
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
-        /** @description Requests allowed in the current window. */
+        /** @description The tenant's burst, the most requests it may send at once from a full budget. The budget refills continuously at the tenant's sustained rate (a token bucket), so this is not a count per fixed window. */
         RateLimitLimit: number;
-        /** @description Requests left in the current window. */
+        /** @description How many more requests the budget allows right now, from 0 to `RateLimit-Limit`. */
         RateLimitRemaining: number;
-        /** @description Seconds until the budget is fully restored. */
+        /** @description Seconds from now (a delta, not a Unix time) until the budget is full again (`RateLimit-Remaining` back to `RateLimit-Limit`), rounded up to a whole second; 0 when it is full. */
         RateLimitReset: number;
+        /** @description Sent on every response of a deprecated operation (and of one whose request or response body uses a deprecated property), RFC 9745: the date the deprecation took or takes effect, as `@` and Unix seconds. */
+        Deprecation: string;
+        /** @description With `Deprecation`, when the spec gives one (RFC 8594): the HTTP-date after which the operation or property may be removed. */
+        Sunset: string;
+        /** @description With `Deprecation`, the changelog entry that says what replaces the deprecated operation or property (`rel="deprecation"`, RFC 9745). */
+        DeprecationLink: string;
+        /** @description `no-store` (RFC 6749, section 5.1): tokens and OAuth errors are never cached. */
+        CacheControlNoStore: "no-store";
+        /** @description `no-cache`, for HTTP/1.0 caches (RFC 6749, section 5.1). Sent by the token endpoint. */
+        PragmaNoCache: "no-cache";
         /** @description `Bearer`, with an `error` attribute when a token was sent. */
         WWWAuthenticate: string;
     };
@@ -4738,8 +4763,8 @@ export interface operations {
             /** @description The tokens. */
             200: {
                 headers: {
-                    /** @description Always `no-store`. */
-                    "Cache-Control"?: string;
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
+                    Pragma: components["headers"]["PragmaNoCache"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -4864,6 +4889,8 @@ export interface operations {
             /** @description The document. */
             200: {
                 headers: {
+                    /** @description `public, max-age=300`: caches may keep the document for five minutes. */
+                    "Cache-Control"?: string;
                     request_id: components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -4885,6 +4912,10 @@ export interface operations {
             /** @description Metrics in the Prometheus text format. */
             200: {
                 headers: {
+                    /** @description `Accept` and `Accept-Encoding`: the format and the compression (gzip when asked for) follow the request's headers. */
+                    Vary?: string;
+                    /** @description `gzip` when the request's `Accept-Encoding` allows it. */
+                    "Content-Encoding"?: "gzip";
                     request_id: components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -4906,6 +4937,12 @@ export interface operations {
             /** @description The reference page. */
             200: {
                 headers: {
+                    /** @description `no-cache`: revalidate before reuse. */
+                    "Cache-Control"?: string;
+                    /** @description The page loads its scripts, styles and fonts from this service only and may not be framed. */
+                    "Content-Security-Policy"?: string;
+                    /** @description `nosniff`. */
+                    "X-Content-Type-Options"?: "nosniff";
                     request_id: components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
