@@ -26,9 +26,9 @@ func TestMenuFollowsThePolicy(t *testing.T) {
 		return strings.Join(ks, " ")
 	}
 	for role, want := range map[string]string{
-		auth.RoleViewer: "webhooks acts account",
-		auth.RoleMember: "webhooks acts account",
-		auth.RoleAdmin:  "webhooks acts users developer account",
+		auth.RoleViewer: "webhooks acts account password",
+		auth.RoleMember: "webhooks acts account password",
+		auth.RoleAdmin:  "webhooks acts users developer account password",
 	} {
 		if got := keys(role); got != want {
 			t.Errorf("%s sees %q, want %q", role, got, want)
@@ -47,7 +47,7 @@ func TestMenuFollowsThePolicy(t *testing.T) {
 	for _, it := range web.Menu(lenient, &users.User{ID: 1, Role: auth.RoleMember}) {
 		ks = append(ks, it.Key)
 	}
-	if got := strings.Join(ks, " "); got != "webhooks acts developer account" {
+	if got := strings.Join(ks, " "); got != "webhooks acts developer account password" {
 		t.Errorf("member under a lenient policy sees %q", got)
 	}
 }
