@@ -198,6 +198,9 @@ func (r Request) args() []any { return []any{r.TenantID, r.ClientID, r.UserID, k
 // was decided by what was already stored, or by a run that keeps nothing.
 var errSettled = errors.New("idempotency: settled without writing")
 
+// errUndo rolls a run's savepoint back when its effects are not kept.
+var errUndo = errors.New("idempotency: effects not kept")
+
 // Do runs r once (see the package comment). run is called with a context
 // whose every statement joins Do's transaction; it returns the response and
 // what to keep of it. Do returns the outcome and the response to send: the
@@ -243,7 +246,6 @@ func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context)
 		)
 		// The run in a savepoint of its own, so that a result kept without
 		// its effects can roll them back and still write the key.
-		errUndo := errors.New("undo")
 		err = s.db.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error {
 			result, disp = run(ctx)
 			if disp != Commit {
