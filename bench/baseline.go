@@ -17,10 +17,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
-	"github.com/finsvc/finsvc/pkg/acts"
-	"github.com/finsvc/finsvc/pkg/apperr"
-	"github.com/finsvc/finsvc/pkg/clients"
-	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/clients"
+	"github.com/finsvc/finsvc/internal/tenant"
 )
 
 // The baselines the full chain is compared with, all on one bare echo
@@ -42,9 +42,9 @@ import (
 // cache on), whatever mode the server itself chose: the comparison is with
 // what a hand-written service gets without asking. /pgx-exec/… is the same
 // code in pgx's exec mode, the floor of a deployment behind a transaction
-// pooler (pkg/db's mode there), shown beside it and labelled so.
+// pooler (internal/db's mode there), shown beside it and labelled so.
 
-// pgMaxConns is the server's PostgreSQL pool cap (pkg/db's pgMaxOpenConns).
+// pgMaxConns is the server's PostgreSQL pool cap (internal/db's pgMaxOpenConns).
 const pgMaxConns = 20
 
 // pgxBaseline opens a baseline pgx pool on dbURL: with pgx's default query

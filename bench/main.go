@@ -1,5 +1,5 @@
 // Command bench is finsvc's load benchmark (`task bench`): it runs the real
-// server (pkg/httpapi with OAuth, metrics, rate limit; pkg/server) and a
+// server (internal/httpapi with OAuth, metrics, rate limit; internal/server) and a
 // bare echo baseline in this process over a fresh PostgreSQL database, and
 // drives them from a closed-loop load generator over loopback:
 //
@@ -33,7 +33,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/internal/db"
 )
 
 type options struct {

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/cluster"
-	"github.com/finsvc/finsvc/pkg/ratelimit"
+	"github.com/finsvc/finsvc/internal/cluster"
+	"github.com/finsvc/finsvc/internal/ratelimit"
 )
 
 // runReplicas is `go run ./bench -replicas N`: N real `finsvc serve`

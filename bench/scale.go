@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/finsvc/finsvc/pkg/acts"
+	"github.com/finsvc/finsvc/internal/acts"
 	"io"
 	"net"
 	"net/http"
@@ -17,10 +17,10 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/janitor"
-	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/janitor"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
 // runScale is `go run ./bench -scale`: one big tenant grown through 10k,

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
 // The outbox claim at scale: how fast the delivery workers can claim (and

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/counts"
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/internal/counts"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/testdb"
 )
 
 // The scale benchmark's seeding writes the same rows on both dialects:

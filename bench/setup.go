@@ -21,19 +21,19 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/finsvc/finsvc/pkg/acts"
-	"github.com/finsvc/finsvc/pkg/app"
-	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/clients"
-	"github.com/finsvc/finsvc/pkg/cluster"
-	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/jsonlog"
-	"github.com/finsvc/finsvc/pkg/oauth"
-	"github.com/finsvc/finsvc/pkg/server"
-	"github.com/finsvc/finsvc/pkg/templates"
-	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/app"
+	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/clients"
+	"github.com/finsvc/finsvc/internal/cluster"
+	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/jsonlog"
+	"github.com/finsvc/finsvc/internal/oauth"
+	"github.com/finsvc/finsvc/internal/server"
+	"github.com/finsvc/finsvc/internal/templates"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/users"
 )
 
 const (
@@ -208,7 +208,7 @@ func start(ctx context.Context, d *db.DB, dbURL string, tokenCache, deliveries b
 	return e, nil
 }
 
-// serve runs h through the production serving code (pkg/server) on a free
+// serve runs h through the production serving code (internal/server) on a free
 // loopback port.
 func serve(cfg *config.Config, h http.Handler) (string, func(), error) {
 	c := *cfg

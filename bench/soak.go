@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/integration"
-	"github.com/finsvc/finsvc/pkg/webhooks/outbox"
+	"github.com/finsvc/finsvc/internal/integration"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
 // soakOp is one kind of request of the mixed load.

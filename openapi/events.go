@@ -23,7 +23,7 @@ type Event struct {
 // Events reads every event kind from the callbacks of createWebhook
 // (POST /api/1.0/webhooks), the one place deliveries are described, sorted
 // by kind. The callbacks are the list: the outbox's kinds are checked
-// against it at start-up (pkg/httpapi), and the conformance harness
+// against it at start-up (internal/httpapi), and the conformance harness
 // validates deliveries with its schemas.
 func Events(spec *openapi3.T) ([]Event, error) {
 	item := spec.Paths.Find("/api/1.0/webhooks")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/finsvc/finsvc/pkg/auth"
+	"github.com/finsvc/finsvc/internal/auth"
 )
 
 // The extensions that declare the operation policy (the spec's

@@ -6,8 +6,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/openapi"
-	"github.com/finsvc/finsvc/pkg/auth"
 )
 
 func load(t *testing.T) *openapi3.T {
@@ -50,7 +50,7 @@ func TestPolicyOfTheSpec(t *testing.T) {
 }
 
 // Each way a declaration can be wrong stops the start (Policy is what
-// pkg/app calls before serving), shown with a throwaway change of the
+// internal/app calls before serving), shown with a throwaway change of the
 // in-memory spec.
 func TestPolicyRefusesABadDeclaration(t *testing.T) {
 	for name, tc := range map[string]struct {

@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/integration"
+	"github.com/finsvc/finsvc/internal/integration"
 )
 
 func main() {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/oauth/store"
-	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/testdb"
-	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/oauth/store"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/testdb"
+	"github.com/finsvc/finsvc/internal/users"
 )
 
 // eachDialect runs fn with the environment of a CLI on a fresh SQLite data

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/auth"
-	"github.com/finsvc/finsvc/pkg/oauth"
-	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/oauth"
+	"github.com/finsvc/finsvc/internal/tenant"
 )
 
 func init() {

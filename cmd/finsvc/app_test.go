@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/oauth/store"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/oauth/store"
 )
 
 func TestAppCreate(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/finsvc/finsvc/pkg/counts"
-	"github.com/finsvc/finsvc/pkg/db"
+	"github.com/finsvc/finsvc/internal/counts"
+	"github.com/finsvc/finsvc/internal/db"
 )
 
 func init() {

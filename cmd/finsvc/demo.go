@@ -9,9 +9,9 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/finsvc/finsvc/pkg/app"
-	"github.com/finsvc/finsvc/pkg/demo"
-	"github.com/finsvc/finsvc/pkg/server"
+	"github.com/finsvc/finsvc/internal/app"
+	"github.com/finsvc/finsvc/internal/demo"
+	"github.com/finsvc/finsvc/internal/server"
 )
 
 func init() {

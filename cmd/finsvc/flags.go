@@ -9,11 +9,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/finsvc/finsvc/pkg/app"
-	"github.com/finsvc/finsvc/pkg/apperr"
-	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/internal/app"
+	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/tenant"
 )
 
 // flagSet returns a FlagSet that reports errors to us instead of printing:

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"github.com/finsvc/finsvc/pkg/apperr"
+	"github.com/finsvc/finsvc/internal/apperr"
 )
 
 func main() {

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/db"
-	"github.com/finsvc/finsvc/pkg/demo"
-	"github.com/finsvc/finsvc/pkg/testdb"
+	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/demo"
+	"github.com/finsvc/finsvc/internal/testdb"
 )
 
 // syncBuffer is safe to write from a running command while the test reads.

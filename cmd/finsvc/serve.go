@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/finsvc/finsvc/pkg/app"
-	"github.com/finsvc/finsvc/pkg/config"
-	"github.com/finsvc/finsvc/pkg/server"
+	"github.com/finsvc/finsvc/internal/app"
+	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/server"
 )
 
 func init() {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/finsvc/finsvc/pkg/tenant"
+	"github.com/finsvc/finsvc/internal/tenant"
 )
 
 func init() {

@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/tenant"
-	"github.com/finsvc/finsvc/pkg/users"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/users"
 )
 
 func init() {

@@ -6,7 +6,7 @@ package models
 import (
 	"time"
 
-	"github.com/finsvc/finsvc/pkg/money"
+	"github.com/finsvc/finsvc/internal/money"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 

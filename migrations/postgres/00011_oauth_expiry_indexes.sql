@@ -1,4 +1,4 @@
--- The OAuth janitor (pkg/oauth/janitor.go) deletes expired rows across
+-- The OAuth janitor (internal/oauth/janitor.go) deletes expired rows across
 -- tenants every few minutes in small batches; without these it scans whole
 -- token tables each run. One extra index per token write is the price.
 

@@ -1,5 +1,5 @@
 -- Notify every replica when a bearer check's answer may have changed, so
--- that their short-lived token caches (pkg/authcache) drop what they hold:
+-- that their short-lived token caches (internal/authcache) drop what they hold:
 -- an access token revoked or deleted (revocation, refresh-token reuse,
 -- app or consent removal, cascades), a user's role changed or a user
 -- deleted. Statement-level: one notification per statement, no payload.

@@ -1,5 +1,5 @@
 -- Idempotency keys: the stored result of the first successful
--- POST with a key, per tenant and OAuth app, for 24 hours (pkg/idempotency).
+-- POST with a key, per tenant and OAuth app, for 24 hours (internal/idempotency).
 -- The key itself is kept only as a SHA-256 digest.
 
 -- +goose Up

@@ -7,7 +7,7 @@
 --   acts:    't:<template_id>', 't:<template_id>:s:<status>'
 -- Combinations without a bucket of their own (client and template, a
 -- prefix, several client filters) are counted by an index scan bounded by
--- the narrowest filter's rows (pkg/clients, pkg/acts).
+-- the narrowest filter's rows (internal/clients, internal/acts).
 --
 -- name_key is the company name folded to lower case, which q matches by
 -- prefix. COLLATE "C" makes the index's order bytewise, so a prefix is one

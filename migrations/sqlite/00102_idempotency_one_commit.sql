@@ -1,5 +1,5 @@
 -- Idempotency keys are written in the transaction of the request they
--- record (pkg/idempotency): a row exists only for a request whose outcome
+-- record (internal/idempotency): a row exists only for a request whose outcome
 -- committed, so there is no running state and no lease. A key belongs to
 -- the tenant, the OAuth app and the user the token acts for. The stored
 -- body is sealed (it may hold a secret shown once).

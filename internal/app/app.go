@@ -1,0 +1,513 @@
+// Package app is the composition root: the one place that builds the
+// service from its configuration. It opens the database (unless given one),
+// builds every store and service once, hands them to the HTTP layer
+// (httpapi.Deps) and owns every goroutine and connection that lives beside
+// the requests: the webhook delivery worker, the OAuth janitor, the
+// retention purger, SQLite's statistics refresh, the bearer token cache's
+// LISTEN connection and the rate limiter's Redis client.
+//
+//	a, err := app.New(cfg, app.WithLogger(logger))
+//	defer a.Close()
+//	a.Start(ctx)
+//	srv.Serve(ctx, a.Handler())
+//
+// cmd/finsvc (serve, demo), the benchmarks (bench/) and the test harness
+// (internal/apitest) all start here, so what they run and measure is what
+// production runs. Tests replace parts through Options, each one a named
+// field (a test authenticator, a clock, a database); there are no hooks
+// whose order matters.
+//
+// Why here and not in httpapi: the HTTP layer translates requests and must
+// not know how a service is made (nor own a goroutine); the domain packages
+// must not know about each other's wiring. Both stay testable on their own
+// because this package is the only one that knows the whole graph.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/authcache"
+	"github.com/finsvc/finsvc/internal/clients"
+	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/docs"
+	"github.com/finsvc/finsvc/internal/httpapi"
+	"github.com/finsvc/finsvc/internal/idempotency"
+	"github.com/finsvc/finsvc/internal/janitor"
+	"github.com/finsvc/finsvc/internal/metrics"
+	"github.com/finsvc/finsvc/internal/oauth"
+	"github.com/finsvc/finsvc/internal/ratelimit"
+	"github.com/finsvc/finsvc/internal/retention"
+	"github.com/finsvc/finsvc/internal/templates"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/tracing"
+	"github.com/finsvc/finsvc/internal/users"
+	"github.com/finsvc/finsvc/internal/web"
+	"github.com/finsvc/finsvc/internal/webhooks"
+	"github.com/finsvc/finsvc/internal/webhooks/delivery"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
+	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
+	"github.com/finsvc/finsvc/internal/webui"
+	"github.com/finsvc/finsvc/openapi"
+)
+
+// Token cache settings: entries live at most TokenCacheTTL (revocation is
+// immediate through PostgreSQL notifications; the TTL only bounds what a
+// silently lost listener could miss).
+const (
+	TokenCacheTTL  = 10 * time.Second
+	TokenCacheSize = 100_000
+)
+
+// Option replaces one part the App would otherwise build.
+type Option func(*options)
+
+type options struct {
+	hashParams   *users.HashParams
+	db           *db.DB
+	logger       *slog.Logger
+	auth         httpapi.Authenticator
+	tenants      httpapi.TenantResolver
+	now          db.Clock
+	limiter      *ratelimit.Limiter
+	deliveryOpts []delivery.Option
+	noDeliveries bool
+	docsServer   string
+	tracer       trace.TracerProvider
+	// idempotencyFault runs inside a keyed POST's transaction, before its
+	// commit (fault tests).
+	idempotencyFault func(context.Context)
+}
+
+// WithTracerProvider traces with tp instead of what the OTEL_* variables
+// describe (tests pass an SDK provider over an in-memory exporter); the
+// caller shuts it down. It also instruments the database handle, which a
+// WithDB caller shares.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
+}
+
+// WithDocsServerURL makes /docs document url as the server (the demo passes
+// its tenant's URL) instead of the tenant URL template.
+func WithDocsServerURL(url string) Option { return func(o *options) { o.docsServer = url } }
+
+// WithDB serves d instead of opening cfg's database; Close leaves it open.
+// d must be migrated.
+func WithDB(d *db.DB) Option { return func(o *options) { o.db = d } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithAuthenticator checks bearer tokens with a instead of the OAuth
+// service (whose endpoints and pages are still served). The token cache and
+// the token-check counter wrap it as they wrap the real one.
+func WithAuthenticator(a httpapi.Authenticator) Option { return func(o *options) { o.auth = a } }
+
+// WithTenants resolves tenants with r instead of a cached tenant.Store.
+func WithTenants(r httpapi.TenantResolver) Option { return func(o *options) { o.tenants = r } }
+
+// WithClock is the clock of the act aggregate (tests expire fetch requests
+// with it).
+func WithClock(now db.Clock) Option { return func(o *options) { o.now = now } }
+
+// WithLimiter uses l instead of the limiter cfg describes; the caller
+// closes it.
+func WithLimiter(l *ratelimit.Limiter) Option { return func(o *options) { o.limiter = l } }
+
+// WithDeliveryOptions adjusts the webhook delivery worker (TLS roots, poll
+// interval, …).
+func WithDeliveryOptions(opts ...delivery.Option) Option {
+	return func(o *options) { o.deliveryOpts = append(o.deliveryOpts, opts...) }
+}
+
+// WithIdempotencyFault runs fn inside every keyed POST's transaction, after
+// its effects and its key are written and before the commit: fault tests
+// kill the process there.
+func WithIdempotencyFault(fn func(context.Context)) Option {
+	return func(o *options) { o.idempotencyFault = fn }
+}
+
+// WithoutDeliveries makes Start run no delivery worker, so that deliveries
+// stay pending (the load benchmark measures the request path alone).
+func WithoutDeliveries() Option { return func(o *options) { o.noDeliveries = true } }
+
+// WithPasswordHashing sets the argon2id cost of new password hashes
+// (default users.DefaultHashParams); test harnesses pass a cheap one.
+func WithPasswordHashing(p users.HashParams) Option {
+	return func(o *options) { o.hashParams = &p }
+}
+
+// App is the assembled service.
+type App struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	db      *db.DB
+	oauth   *oauth.Service
+	metrics *metrics.Metrics
+	handler http.Handler
+	// services are the domain stores, built once (Services).
+	services httpapi.Services
+
+	worker    *delivery.Worker // started by Start; nil WithoutDeliveries
+	janitor   *oauth.Janitor
+	retention *retention.Purger
+	stats     *janitor.Statistics // SQLite's planner statistics
+	cache     *authcache.Cache    // nil unless PostgreSQL with a database URL
+
+	// closers release what New opened, in reverse order.
+	closers []func() error
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	stopFns  []func()
+	stopOnce sync.Once
+	closeOne sync.Once
+	closeErr error
+}
+
+// New builds the service from cfg. Without WithDB it opens cfg's database
+// and migrates it (unless cfg.NoMigrate). It resolves the global secret
+// (config.ResolveSecret): webhook secrets, OAuth tokens and CSRF keys derive
+// from it. Nothing runs in the background until Start.
+func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
+	var o options
+	for _, fn := range opts {
+		fn(&o)
+	}
+	a := &App{cfg: cfg, log: o.logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	defer func() {
+		if err != nil {
+			_ = a.Close()
+		}
+	}()
+
+	// Tracing first, so that its shutdown, which flushes the last spans,
+	// is the last closer to run.
+	tp := o.tracer
+	if tp == nil {
+		var shutdown func(context.Context) error
+		if tp, shutdown, err = tracing.FromEnv(context.Background(), a.log); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+			defer cancel()
+			return shutdown(ctx)
+		})
+	}
+
+	a.db = o.db
+	if a.db == nil {
+		if a.db, err = OpenDB(context.Background(), cfg, a.log); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, a.db.Close)
+	}
+	generated, err := cfg.ResolveSecret(a.db.Dialect)
+	if err != nil {
+		return nil, err
+	}
+	// Off (tp nil): no callbacks, no middleware, nothing on the hot path.
+	var traceRequests echo.MiddlewareFunc
+	var middleware []echo.MiddlewareFunc
+	if tp != nil {
+		// Lines written inside a traced request or delivery carry its ids
+		// (off, no context holds a span: nothing to add).
+		a.log = slog.New(tracing.LogHandler(a.log.Handler()))
+		if err := tracing.InstrumentDB(a.db.DB, tp); err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		props, err := tracing.Propagators()
+		if err != nil {
+			return nil, err
+		}
+		traceRequests = otelecho.Middleware("",
+			otelecho.WithTracerProvider(tp),
+			otelecho.WithPropagators(props),
+			otelecho.WithSkipper(isProbe))
+		middleware = append(middleware, tenantOnSpan)
+	}
+	if generated {
+		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
+	}
+	var userOpts []users.Option
+	if o.hashParams != nil {
+		userOpts = append(userOpts, users.WithHashParams(*o.hashParams))
+	}
+	// Deactivating a user revokes its tokens in the OAuth store, which is
+	// built below with the user store (sign-in needs it).
+	userOpts = append(userOpts, users.WithRevoker(users.RevokerFunc(func(ctx context.Context, id int64) error {
+		return a.oauth.Store().RevokeUser(ctx, id)
+	})), users.WithSessionEnder(func(ctx context.Context, id int64) error {
+		return a.oauth.Store().RevokeSessions(ctx, id, "")
+	}))
+	userStore := users.NewStore(a.db, userOpts...)
+	limiter := o.limiter
+	if limiter == nil {
+		if limiter, err = ratelimit.New(cfg, a.log, ratelimit.WithObserver(metrics.RateLimited, metrics.RateLimitFallback)); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, limiter.Close)
+	}
+	// The operation policy, declared in the spec, read once: the API's
+	// authorizer, the console, the developer pages and the webhook registry
+	// all ask it. An operation without a declaration refuses the start.
+	policy, err := openapi.LoadPolicy()
+	if err != nil {
+		return nil, err
+	}
+	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter), oauth.WithPolicy(policy)); err != nil {
+		return nil, err
+	}
+	a.janitor = oauth.NewJanitor(a.db, a.log)
+	a.retention = retention.New(a.db, cfg.EventRetention, a.log)
+	a.stats = janitor.NewStatistics(a.db, a.log)
+	a.metrics = metrics.New(a.db)
+
+	// The webhook context: events written by acts, fetch requests and
+	// redeliveries wake this replica's worker at once (if Start runs it;
+	// otherwise they wait, pending).
+	dopts := []delivery.Option{delivery.WithObserver(metrics.DeliveryOutcome)}
+	if tp != nil {
+		dopts = append(dopts, delivery.WithTracerProvider(tp))
+	}
+	wh, err := webhooks.New(a.db, cfg, a.log, policy, append(dopts, o.deliveryOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if tp != nil {
+		wh.Outbox.Tracer = tp.Tracer(outbox.TracerName)
+	}
+	if !o.noDeliveries {
+		a.worker = wh.Worker
+	}
+
+	var authn httpapi.Authenticator = a.oauth
+	if o.auth != nil {
+		authn = o.auth
+	}
+	// The cache serves only while its LISTEN connection is up, which needs
+	// PostgreSQL; on SQLite every check goes to the database.
+	if a.db.Dialect == db.Postgres && cfg.DatabaseURL != "" {
+		a.cache = authcache.New(authn, TokenCacheTTL, TokenCacheSize)
+		authn = a.cache
+	}
+	authn = metrics.Authenticator(authn)
+
+	tenants := o.tenants
+	if tenants == nil {
+		tenants = tenant.NewStore(a.db)
+	}
+	clientStore, templateStore := clients.NewStore(a.db), templates.NewStore(a.db)
+	services := httpapi.Services{
+		Clients:   clientStore,
+		Templates: templateStore,
+		Users:     userStore,
+		Acts: &acts.Store{DB: a.db, Outbox: wh.Outbox, Clients: clientStore, Templates: templateStore,
+			Window: cfg.FetchWindow, Clock: o.now},
+		Webhooks: wh.Registry,
+	}
+	a.services = services
+	// The console calls the same stores as the API, with the sign-in
+	// pages' sessions.
+	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
+		Users: services.Users, Logger: a.log, Policy: policy})
+	if err != nil {
+		return nil, err
+	}
+	// Stored responses may carry a secret shown once: sealed like the
+	// webhook secrets, under a key of their own.
+	keyBox, err := secretbox.NewFor(cfg.Secret, "finsvc idempotent responses v1")
+	if err != nil {
+		return nil, fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
+	}
+	keys := idempotency.New(a.db, keyBox, o.now)
+	keys.BeforeCommit(o.idempotencyFault)
+	a.handler, err = httpapi.New(httpapi.Deps{
+		Config:   cfg,
+		Logger:   a.log,
+		DB:       a.db,
+		Tenants:  tenants,
+		Auth:     authn,
+		Services: services,
+		Policy:   policy,
+		// Only an authenticated caller spends its tenant's budget; the
+		// bearer check and the token endpoints charge it.
+		Budget:      limiter,
+		Idempotency: keys,
+		Trace:       traceRequests,
+		Middleware:  append(middleware, a.metrics.Middleware()),
+		Routes:      []func(*echo.Echo){a.oauth.Routes, console.Routes, web.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// OpenDB opens the serving pool on FINSVC_DATABASE_URL and migrates. What
+// needs a session of its own (the migration advisory lock, and LISTEN in
+// Start) goes to FINSVC_DATABASE_DIRECT_URL when it is set: behind a
+// transaction pooler such as PgBouncer, session state does not survive a
+// transaction. A direct URL that does not answer refuses the start.
+func OpenDB(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, error) {
+	d, err := db.Open(ctx, cfg.DatabaseURL, cfg.DataDir, log, db.BehindPooler(cfg.BehindPooler()))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DatabaseDirectURL == "" || cfg.DatabaseDirectURL == cfg.DatabaseURL {
+		if !cfg.NoMigrate {
+			if err := d.Migrate(ctx); err != nil {
+				d.Close()
+				return nil, err
+			}
+		}
+		return d, nil
+	}
+	direct, err := db.Open(ctx, cfg.DatabaseDirectURL, "", log)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("FINSVC_DATABASE_DIRECT_URL: %w", err)
+	}
+	defer direct.Close()
+	if !cfg.NoMigrate {
+		if err := direct.Migrate(ctx); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// isProbe: load balancers' and Prometheus' polls are not traced (they
+// would outnumber the requests worth a trace).
+func isProbe(c echo.Context) bool {
+	switch c.Request().URL.Path {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return false
+}
+
+// tenantOnSpan names the request's tenant (its slug, never its data) on
+// the server span.
+func tenantOnSpan(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		if t, ok := tenant.FromContext(ctx); ok {
+			trace.SpanFromContext(ctx).SetAttributes(attribute.String("finsvc.tenant", t.Slug))
+		}
+		return next(c)
+	}
+}
+
+// Handler is the HTTP handler of the whole service (API, OAuth, operational
+// endpoints). It serves before Start; only the background work waits for it.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// DB is the database the App serves.
+func (a *App) DB() *db.DB { return a.db }
+
+// OAuth is the authorization server (tests, maintenance).
+func (a *App) OAuth() *oauth.Service { return a.oauth }
+
+// Services are the domain stores the App built, for commands that write
+// through them beside the API (the demo seeder); nothing builds others.
+func (a *App) Services() httpapi.Services { return a.services }
+
+// Metrics is the Prometheus registry behind /metrics.
+func (a *App) Metrics() *metrics.Metrics { return a.metrics }
+
+// Start runs the background work: the webhook delivery worker (unless
+// WithoutDeliveries), the OAuth janitor, the retention purger, SQLite's
+// planner statistics (nothing on PostgreSQL) and the token cache's
+// listener (PostgreSQL only). ctx carries values only: its
+// cancellation does not stop them (it would abandon deliveries in flight);
+// Stop or Close does, gracefully. Start may be called once.
+func (a *App) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.stopped {
+		return errors.New("app: Start called twice or after Stop")
+	}
+	a.started = true
+	bg := context.WithoutCancel(ctx)
+	if a.worker != nil {
+		if err := a.worker.Start(bg); err != nil {
+			return fmt.Errorf("webhook deliveries: %w", err)
+		}
+		a.stopFns = append(a.stopFns, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
+			defer cancel()
+			_ = a.worker.Stop(sctx)
+			a.log.Info("webhook deliveries stopped")
+		})
+	}
+	a.janitor.Start(bg)
+	a.stopFns = append(a.stopFns, a.janitor.Stop)
+	a.retention.Start(bg)
+	a.stopFns = append(a.stopFns, a.retention.Stop)
+	a.stats.Start(bg) // nothing on PostgreSQL
+	a.stopFns = append(a.stopFns, a.stats.Stop)
+	if a.cache != nil {
+		lctx, cancel := context.WithCancel(bg)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.cache.ListenPostgres(lctx, a.cfg.SessionDatabaseURL(), a.log)
+		}()
+		// Waiting for the listener to return closes its connection.
+		a.stopFns = append(a.stopFns, func() { cancel(); <-done })
+	}
+	return nil
+}
+
+// Stop ends what Start began: deliveries in flight get cfg.ShutdownGrace to
+// finish (the rest are released to other replicas), the janitor and the
+// listener end. Connections stay open for requests still in flight. It is
+// safe to call more than once, concurrently (server.OnShutdown and Close).
+func (a *App) Stop() {
+	a.stopOnce.Do(func() {
+		a.mu.Lock()
+		a.stopped = true
+		fns := a.stopFns
+		a.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, f := range fns {
+			wg.Go(f)
+		}
+		wg.Wait()
+	})
+}
+
+// Close stops the background work (Stop) and closes every connection New
+// opened: the limiter's Redis client and the database unless WithDB gave it.
+// It is safe to call more than once.
+func (a *App) Close() error {
+	a.Stop()
+	a.closeOne.Do(func() {
+		var errs []error
+		for i := len(a.closers) - 1; i >= 0; i-- {
+			errs = append(errs, a.closers[i]())
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
+}

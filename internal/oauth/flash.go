@@ -1,0 +1,93 @@
+package oauth
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/internal/tenant"
+)
+
+// flashCookie carries a value from a POST to the page it redirects to
+// (POST-redirect-GET): a new secret is shown once on the GET, and reloading
+// that page neither posts the form again nor shows the secret again.
+const flashCookie = "finsvc_flash"
+
+// flashTTL bounds how long a flash waits for its redirect.
+const flashTTL = 2 * time.Minute
+
+type flashBody struct {
+	User    int64           `json:"u"`
+	Path    string          `json:"p"`
+	Expires int64           `json:"e"`
+	Value   json.RawMessage `json:"v"`
+}
+
+func (s *Service) flashAEAD(c echo.Context) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(deriveKey(s.secret, purposeFlash, tenant.ID(c.Request().Context())))
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// SetFlash seals v (AES-GCM under a per-tenant key; the browser cannot
+// read it) into a short-lived cookie for userID's next GET of path.
+func (s *Service) SetFlash(c echo.Context, userID int64, path string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("oauth: flash: %w", err)
+	}
+	plain, err := json.Marshal(flashBody{User: userID, Path: path, Expires: s.now().Add(flashTTL).Unix(), Value: raw})
+	if err != nil {
+		return fmt.Errorf("oauth: flash: %w", err)
+	}
+	aead, err := s.flashAEAD(c)
+	if err != nil {
+		return fmt.Errorf("oauth: flash: %w", err)
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return fmt.Errorf("oauth: flash: %w", err)
+	}
+	sealed := aead.Seal(nonce, nonce, plain, []byte(flashCookie))
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString(sealed), Path: path,
+		MaxAge: int(flashTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(c.Request())})
+	return nil
+}
+
+// TakeFlash opens the flash that userID's POST left for path into v and
+// deletes the cookie; false when there is none (or it is not theirs, not
+// for this page, expired or altered).
+func (s *Service) TakeFlash(c echo.Context, userID int64, path string, v any) bool {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil || ck.Value == "" {
+		return false
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: path, MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: s.secure(c.Request())})
+	sealed, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil || len(sealed) > 8192 {
+		return false
+	}
+	aead, err := s.flashAEAD(c)
+	if err != nil || len(sealed) < aead.NonceSize() {
+		return false
+	}
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(flashCookie))
+	if err != nil {
+		return false
+	}
+	var b flashBody
+	if json.Unmarshal(plain, &b) != nil || b.User != userID || b.Path != path || s.now().Unix() > b.Expires {
+		return false
+	}
+	return json.Unmarshal(b.Value, v) == nil
+}

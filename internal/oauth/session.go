@@ -1,0 +1,176 @@
+package oauth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/users"
+)
+
+// Cookie names. Cookies are host-only (no Domain attribute), so the
+// browser never sends tenant A's cookies to tenant B's host; the session
+// row is tenant-scoped as well.
+const (
+	sessionCookie = "finsvc_session"
+	csrfCookie    = "finsvc_csrf"
+)
+
+// webSession is a row of web_sessions.
+type webSession struct {
+	TenantID  int64
+	IDHash    string
+	UserID    int64
+	ExpiresAt time.Time
+	CreatedAt time.Time
+}
+
+func (webSession) TableName() string { return "web_sessions" }
+
+func randomToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// secure reports whether cookies must carry Secure: the request came over
+// TLS, directly or through a trusted proxy.
+func (s *Service) secure(r *http.Request) bool {
+	return r.TLS != nil || s.cfg.TrustProxy && r.Header.Get("X-Forwarded-Proto") == "https"
+}
+
+func (s *Service) setCookie(c echo.Context, name, value string, maxAge int) {
+	c.SetCookie(&http.Cookie{
+		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.secure(c.Request()),
+	})
+}
+
+// startSession logs the user in: a fresh session id (never one the client
+// chose, against fixation), stored as its SHA-256.
+func (s *Service) startSession(c echo.Context, userID int64) error {
+	ctx := c.Request().Context()
+	id := randomToken()
+	row := webSession{TenantID: tenant.ID(ctx), IDHash: sha256Hex(id), UserID: userID,
+		ExpiresAt: s.now().UTC().Add(SessionTTL), CreatedAt: s.now().UTC()}
+	if err := s.db.DB.WithContext(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("oauth: create session: %w", err)
+	}
+	s.setCookie(c, sessionCookie, id, int(SessionTTL/time.Second))
+	return nil
+}
+
+// currentUser returns the signed-in user of this tenant, or nil.
+func (s *Service) currentUser(c echo.Context) (*users.User, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" || len(ck.Value) > 128 {
+		return nil, nil
+	}
+	ctx := c.Request().Context()
+	var row webSession
+	err = tenant.Scope(ctx, s.db.DB).Where("id_hash = ?", sha256Hex(ck.Value)).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oauth: load session: %w", err)
+	}
+	if !row.ExpiresAt.After(s.now()) {
+		return nil, nil
+	}
+	u, err := s.users.Get(ctx, row.UserID)
+	if apperr.Is(err, apperr.NotFound) {
+		return nil, nil // the user was deleted
+	}
+	if err != nil {
+		return nil, fmt.Errorf("oauth: load session user: %w", err)
+	}
+	return u, nil
+}
+
+// endSession deletes the session row and the cookie.
+func (s *Service) endSession(c echo.Context) error {
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		ctx := c.Request().Context()
+		if err := tenant.Scope(ctx, s.db.DB).Where("id_hash = ?", sha256Hex(ck.Value)).Delete(&webSession{}).Error; err != nil {
+			return fmt.Errorf("oauth: delete session: %w", err)
+		}
+	}
+	s.setCookie(c, sessionCookie, "", -1)
+	return nil
+}
+
+// csrfSeed returns the browser's CSRF cookie, setting one if absent.
+func (s *Service) csrfSeed(c echo.Context) string {
+	if ck, err := c.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 && len(ck.Value) <= 128 {
+		return ck.Value
+	}
+	v := randomToken()
+	s.setCookie(c, csrfCookie, v, 0)
+	// Make the new value visible to token computation later in this request.
+	c.Request().AddCookie(&http.Cookie{Name: csrfCookie, Value: v})
+	return v
+}
+
+// csrfToken is the form token for purpose (and the bound data, for the
+// consent form: the authorization parameters, so a posted form cannot swap
+// the state, redirect or scopes): HMAC(tenant CSRF key, purpose, seed,
+// bound). Double-submit: an attacker can neither read the HttpOnly seed
+// nor compute the MAC.
+func (s *Service) csrfToken(ctx context.Context, seed, purpose, bound string) string {
+	m := hmac.New(sha256.New, deriveKey(s.secret, purposeCSRF, tenant.ID(ctx)))
+	for _, p := range []string{purpose, seed, bound} {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// checkCSRF verifies the posted csrf_token.
+func (s *Service) checkCSRF(c echo.Context, purpose, bound string) bool {
+	ck, err := c.Cookie(csrfCookie)
+	if err != nil || ck.Value == "" {
+		return false
+	}
+	got := c.Request().PostFormValue("csrf_token")
+	want := s.csrfToken(c.Request().Context(), ck.Value, purpose, bound)
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// The console pages (internal/webui) use the same session and CSRF machinery as
+// the sign-in pages, through these.
+
+// CurrentUser returns the signed-in user of this tenant, or nil.
+func (s *Service) CurrentUser(c echo.Context) (*users.User, error) { return s.currentUser(c) }
+
+// FormToken is the CSRF token of a form for purpose (setting the browser's
+// CSRF cookie when it has none).
+func (s *Service) FormToken(c echo.Context, purpose string) string {
+	return s.csrfToken(c.Request().Context(), s.csrfSeed(c), purpose, "")
+}
+
+// CheckForm verifies the posted csrf_token of a form for purpose.
+func (s *Service) CheckForm(c echo.Context, purpose string) bool { return s.checkCSRF(c, purpose, "") }
+
+// LogoutToken is the CSRF token of the layout's sign-out form.
+func (s *Service) LogoutToken(c echo.Context) string { return s.FormToken(c, "logout") }

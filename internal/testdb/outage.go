@@ -1,0 +1,44 @@
+package testdb
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/finsvc/finsvc/internal/db"
+)
+
+// TakeDown makes d unreachable mid-test and returns a function that brings
+// it back (nil where it cannot come back). PostgreSQL: the database stops
+// accepting connections and its sessions are terminated, as in a restart
+// or a failover. SQLite: the pool is closed.
+func TakeDown(t testing.TB, d *db.DB) (restore func()) {
+	t.Helper()
+	if d.Dialect == db.SQLite {
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return nil
+	}
+	var name string
+	if err := d.DB.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("pgx", DirectURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	ident := `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+	if _, err := admin.Exec(`ALTER DATABASE ` + ident + ` WITH ALLOW_CONNECTIONS false`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := admin.Exec(`ALTER DATABASE ` + ident + ` WITH ALLOW_CONNECTIONS true`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

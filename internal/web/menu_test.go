@@ -1,0 +1,53 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/users"
+	"github.com/finsvc/finsvc/internal/web"
+	"github.com/finsvc/finsvc/openapi"
+)
+
+// The navigation asks the operation policy: the users and developer pages
+// show for the roles the spec lets list users and manage apps, nothing is
+// decided here.
+func TestMenuFollowsThePolicy(t *testing.T) {
+	pol, err := openapi.LoadPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(role string) string {
+		var ks []string
+		for _, it := range web.Menu(pol, &users.User{ID: 1, Role: role}) {
+			ks = append(ks, it.Key)
+		}
+		return strings.Join(ks, " ")
+	}
+	for role, want := range map[string]string{
+		auth.RoleViewer: "webhooks acts account password",
+		auth.RoleMember: "webhooks acts account password",
+		auth.RoleAdmin:  "webhooks acts users developer account password",
+	} {
+		if got := keys(role); got != want {
+			t.Errorf("%s sees %q, want %q", role, got, want)
+		}
+	}
+	if m := web.Menu(pol, nil); m != nil {
+		t.Errorf("signed out: %v", m)
+	}
+	// A policy that let members manage apps would show them the page.
+	rules := []auth.Rule{{Operation: "listUsers", Action: auth.Admin}, {Operation: "manageApps", Action: auth.Write, Page: true}}
+	lenient, err := auth.NewPolicy(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks []string
+	for _, it := range web.Menu(lenient, &users.User{ID: 1, Role: auth.RoleMember}) {
+		ks = append(ks, it.Key)
+	}
+	if got := strings.Join(ks, " "); got != "webhooks acts developer account password" {
+		t.Errorf("member under a lenient policy sees %q", got)
+	}
+}

@@ -1,0 +1,184 @@
+// Package web is the look and the safety headers of every server-rendered
+// page (the sign-in and app pages of internal/oauth, the console of internal/webui,
+// the HTML error pages of internal/httpapi): one layout, one stylesheet served
+// by the binary, and the headers that refuse framing and outside content.
+//
+// A page template is parsed together with the layout (Parse) and uses
+// {{template "head" .}} … {{template "foot"}}. The data of every page has
+// the fields the layout reads, by embedding Layout.
+package web
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/users"
+)
+
+//go:embed static/console.css templates/layout.html
+var files embed.FS
+
+// StylePath is where the stylesheet is served. It answers on any host
+// (httpapi treats /assets/ as operational), so that the error page of an
+// unknown host is styled too.
+const StylePath = "/assets/console.css"
+
+// Home is where the brand link and a browser at the tenant root go.
+const Home = "/console/webhooks"
+
+// PasswordPath is the password page (internal/oauth): a signed-in user changes
+// their password there, and one who signed in with a one-time password is
+// sent there by every page until they have chosen one.
+const PasswordPath = "/account/password"
+
+var style = func() []byte {
+	b, err := files.ReadFile("static/console.css")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// NavItem is an entry of the main navigation.
+type NavItem struct{ Key, Label, Path string }
+
+// navItems is the whole navigation, each entry with the operation (or
+// page) of the policy whose role rule shows it ("" for every user).
+var navItems = []struct {
+	NavItem
+	op string
+}{
+	{NavItem{"webhooks", "Webhooks", "/console/webhooks"}, ""},
+	{NavItem{"acts", "Acts", "/console/acts"}, ""},
+	{NavItem{"users", "Users", "/console/users"}, "listUsers"},
+	{NavItem{"developer", "Developer apps", "/developer/my-apps"}, "manageApps"},
+	{NavItem{"account", "Authorized apps", "/account/apps"}, ""},
+	{NavItem{"password", "Password", PasswordPath}, ""},
+}
+
+// Menu is the navigation u sees under pol (Layout.Menu). Pages still ask
+// the policy themselves; hiding a link is a convenience, not the rule.
+func Menu(pol *auth.Policy, u *users.User) []NavItem {
+	if u == nil {
+		return nil
+	}
+	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
+	var out []NavItem
+	for _, it := range navItems {
+		if it.op == "" || (pol != nil && pol.Allows(p, it.op)) {
+			out = append(out, it.NavItem)
+		}
+	}
+	return out
+}
+
+var funcs = template.FuncMap{
+	"stylePath": func() string { return StylePath },
+}
+
+// Parse parses the layout and then the page templates of pages matching
+// patterns (a page may use the layout's "head", "foot", "message" and
+// "error").
+func Parse(pages fs.FS, patterns ...string) (*template.Template, error) {
+	t, err := template.New("layout").Funcs(funcs).ParseFS(files, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: parse layout: %w", err)
+	}
+	if pages != nil {
+		if t, err = t.ParseFS(pages, patterns...); err != nil {
+			return nil, fmt.Errorf("web: parse pages: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// SetHeaders sets what every page answers with: never cached (pages show
+// secrets once), never framed (no clickjacking of a button), no script, no
+// outside content, no referrer leaving the site.
+func SetHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// Render executes the page template name with data into a buffer (a
+// template error never sends half a page) and writes it.
+func Render(c echo.Context, t *template.Template, status int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		return fmt.Errorf("web: render %s: %w", name, err)
+	}
+	SetHeaders(c.Response().Header())
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// WantsHTML reports whether the client asked for a page: its Accept
+// names text/html (browsers do; API clients and curl's default do not).
+func WantsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/html" {
+			return true
+		}
+	}
+	return false
+}
+
+// Layout is what the layout reads from every page's data: page packages
+// embed it in their own data types, so that the layout's fields have one
+// definition. It is also the whole data of the "error" page.
+type Layout struct {
+	Title      string
+	Tenant     string
+	User       *users.User // nil when signed out
+	LogoutCSRF string
+	Nav        string    // the navigation key of the current page
+	Menu       []NavItem // the navigation the user sees (Menu)
+	Message    string    // an error banner
+	Details    string
+}
+
+var layout = func() *template.Template {
+	t, err := Parse(nil)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}()
+
+// WriteError writes the error page with status to w (for handlers outside
+// a page package, such as httpapi's error handler).
+func WriteError(w http.ResponseWriter, status int, d Layout) error {
+	var buf bytes.Buffer
+	if err := layout.ExecuteTemplate(&buf, "error", d); err != nil {
+		return fmt.Errorf("web: render error page: %w", err)
+	}
+	SetHeaders(w.Header())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// Routes serves the stylesheet.
+func Routes(e *echo.Echo) {
+	e.GET(StylePath, serveStyle)
+	e.HEAD(StylePath, serveStyle)
+}
+
+func serveStyle(c echo.Context) error {
+	h := c.Response().Header()
+	h.Set("Cache-Control", "public, max-age=3600")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", style)
+}

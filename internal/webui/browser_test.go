@@ -1,0 +1,200 @@
+package webui_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/finsvc/finsvc/gen/models"
+	"github.com/finsvc/finsvc/internal/web/browsertest"
+)
+
+// signIn opens the sign-in page (via path, which needs it) in a fresh
+// browser and signs p in.
+func signIn(t *testing.T, o *org, p person, path string) (*browsertest.Browser, string) {
+	t.Helper()
+	srv, _ := url.Parse(o.Server.URL)
+	base := "http://" + o.Tenant.Slug + ".localhost:" + srv.Port()
+	b := browsertest.New(t, browsertest.Options{})
+	b.Open(base + path)
+	b.Fill("#email", p.email)
+	b.Fill("#password", password)
+	b.Submit("#signin")
+	if got := b.Path(); got != path {
+		t.Fatalf("after sign-in: %s, want %s", got, path)
+	}
+	return b, base
+}
+
+// TestBrowserWebhooks drives the webhook pages in Chromium as an admin:
+// the list, a registration, and each button (test event, redeliver,
+// rotate with the secret shown once, disable, enable, delete), checking
+// the page and the API's state after each; then a viewer's read-only page
+// and a member's list. Pages are checked at 1280 and 390 px; any console
+// error or failed load fails the test.
+func TestBrowserWebhooks(t *testing.T) {
+	browsertest.Chromium(t)
+	env := newEnv(t)
+	acme := newOrg(t, env, "acme")
+	wh := acme.webhook(t, acme.admin, "https://127.0.0.1:9/admin")
+	acme.webhook(t, acme.member, "https://127.0.0.1:9/member")
+	detail := fmt.Sprintf("/console/webhooks/%d", wh.Id)
+
+	b, base := signIn(t, acme, acme.admin, "/console/webhooks")
+	if n := b.Count("#webhooks tbody tr"); n != 2 {
+		t.Fatalf("%d registrations listed, want 2", n)
+	}
+	b.Shoot("webhooks")
+	b.Submit(fmt.Sprintf(`#webhooks a[href="%s"]`, detail))
+	if b.Text("#deliveries") != "No deliveries yet." || !strings.Contains(b.Text("#state"), "active") {
+		t.Fatalf("registration page: %q %q", b.Text("#deliveries"), b.Text("#state"))
+	}
+
+	b.Submit("#test")
+	if !strings.Contains(b.Text("#notice"), "test event was queued") || b.Count("#deliveries tbody tr") != 1 {
+		t.Fatalf("after test: %q", b.Text("#notice"))
+	}
+	if got := b.Text("#deliveries tbody tr td code"); got != string(models.DeliveryWebhookTest) {
+		t.Fatalf("delivery event %q", got)
+	}
+	ds := acme.deliveries(t, wh.Id)
+	if len(ds) != 1 || ds[0].Event != models.DeliveryWebhookTest {
+		t.Fatalf("API deliveries %+v", ds)
+	}
+	b.Shoot("webhook")
+
+	b.Submit("#deliveries .redeliver")
+	if !strings.Contains(b.Text("#notice"), ds[0].Id.String()) {
+		t.Fatalf("after redeliver: %q", b.Text("#notice"))
+	}
+	if ds := acme.deliveries(t, wh.Id); len(ds) != 1 || ds[0].Status != models.DeliveryPending || ds[0].Attempts != 0 {
+		t.Fatalf("after redeliver, API deliveries %+v", ds)
+	}
+
+	b.Submit("#rotate")
+	secret := b.Text("#secret")
+	if secret == "" || secret == wh.Secret {
+		t.Fatalf("rotated secret %q (was %q)", secret, wh.Secret)
+	}
+	var previous []*string
+	if err := env.DB.Table("webhooks").Where("tenant_id = ? AND id = ?", acme.Tenant.ID, wh.Id).Pluck("previous_secret_ciphertext", &previous).Error; err != nil || len(previous) != 1 || previous[0] == nil {
+		t.Fatalf("no previous secret after rotation: %v", err)
+	}
+	b.Shoot("webhook-rotated")
+	b.Do("reload", chromedp.Reload())
+	if b.Count("#secret") != 0 || strings.Contains(b.Text("main"), secret) {
+		t.Fatal("the secret is shown again after a reload")
+	}
+
+	b.Submit("#disable")
+	if !strings.Contains(b.Text("#state"), "disabled") || b.Count("#enable") != 1 {
+		t.Fatalf("after disable: %q", b.Text("#state"))
+	}
+	var got models.Webhook
+	acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &got)
+	if got.Active {
+		t.Fatal("API: still active after disable")
+	}
+	b.Submit("#enable")
+	acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &got)
+	if !got.Active || !strings.Contains(b.Text("#state"), "active") {
+		t.Fatal("not active after enable")
+	}
+
+	b.Submit("#delete")
+	if b.Path() != "/console/webhooks" || b.Count("#webhooks tbody tr") != 1 {
+		t.Fatalf("after delete: %s, %d rows", b.Path(), b.Count("#webhooks tbody tr"))
+	}
+	acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusNotFound)
+	b.OpenStatus(base+detail, http.StatusNotFound)
+
+	// A viewer reads, with no button to press.
+	v, _ := signIn(t, acme, acme.viewer, "/console/webhooks")
+	v.Submit("#webhooks tbody a")
+	if v.Count("#readonly") != 1 || v.Count("form[action^='/console/webhooks/']") != 0 {
+		t.Fatal("viewer: the page offers changes")
+	}
+	v.Shoot("webhook-viewer")
+}
+
+// TestBrowserActsAndUsers drives the fetch requests page (looked up by
+// UUID) and the users page in Chromium as an admin: create a user with a
+// one-time password shown once, change their role, deactivate them, and see
+// the last-admin rule refuse a demotion; the API shows each change.
+func TestBrowserActsAndUsers(t *testing.T) {
+	browsertest.Chromium(t)
+	env := newEnv(t)
+	acme := newOrg(t, env, "acme")
+	a := fetchedAct(t, env, acme)
+
+	b, base := signIn(t, acme, acme.admin, "/console/acts")
+	b.Shoot("acts")
+	b.Fill("#uuid", a.Uuid.String())
+	b.Submit("#open")
+	if b.Path() != "/console/acts/"+a.Uuid.String() {
+		t.Fatalf("lookup led to %s", b.Path())
+	}
+	states := browsertest.Eval[[]string](b, `[...document.querySelectorAll("#fields tbody tr td.state")].map(td => td.textContent.trim())`)
+	if strings.Join(states, ",") != "accepted,failed,awaiting,never fetched" {
+		t.Fatalf("field states %v", states)
+	}
+	if n := b.Count(".request"); n != 1 {
+		t.Fatalf("%d requests shown", n)
+	}
+	if !strings.Contains(b.Text("#history"), "value_accepted") || !strings.Contains(b.Text("#history"), "fetch_failed") {
+		t.Fatalf("history: %q", b.Text("#history"))
+	}
+	b.Shoot("act")
+
+	b.Submit(`nav a[href="/console/users"]`)
+	if n := b.Count("#users tbody tr"); n != 3 {
+		t.Fatalf("%d users listed", n)
+	}
+	b.Shoot("users")
+	b.Fill("#new-email", "new.person@acme.example.com")
+	b.Fill("#new-name", "New Person")
+	b.Submit("#create")
+	otp := b.Text("#secret")
+	if len(otp) != 20 {
+		t.Fatalf("one-time password %q", otp)
+	}
+	var list struct {
+		Data []models.User `json:"data"`
+	}
+	acme.Do("GET", "/api/1.0/users", acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &list)
+	var created models.User
+	for _, u := range list.Data {
+		if string(u.Email) == "new.person@acme.example.com" {
+			created = u
+		}
+	}
+	if created.Id == 0 || created.Role != "member" {
+		t.Fatalf("API users %+v", list.Data)
+	}
+	row := fmt.Sprintf(`#users tr[data-id="%d"]`, created.Id)
+	b.Do("choose admin", chromedp.SetValue(chromedp.CSS(row+" select"), "admin"))
+	b.Submit(row + " .change-role")
+	if got := acme.user(t, created.Id); got.Role != "admin" {
+		t.Fatalf("role after change: %s", got.Role)
+	}
+	b.Submit(row + " .deactivate")
+	if got := acme.user(t, created.Id); got.DeactivatedAt == nil {
+		t.Fatal("not deactivated")
+	}
+	// The original admin is the last active one again: demoting is refused.
+	mine := fmt.Sprintf(`#users tr[data-id="%d"]`, acme.admin.id)
+	b.Do("choose viewer", chromedp.SetValue(chromedp.CSS(mine+" select"), "viewer"))
+	b.Allow(fmt.Sprintf("%s/console/users/%d/role", base, acme.admin.id))
+	b.Submit(mine + " .change-role")
+	if b.Status() != http.StatusBadRequest || !strings.Contains(b.Text("#error"), "admin") {
+		t.Fatalf("no refusal shown: %q", b.Text("#error"))
+	}
+	if got := acme.user(t, acme.admin.id); got.Role != "admin" {
+		t.Fatalf("the last admin became %s", got.Role)
+	}
+	b.Shoot("users-refused")
+}

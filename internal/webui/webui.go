@@ -1,0 +1,307 @@
+// Package webui is the tenant console: server-rendered pages on the tenant
+// host for signed-in users (webhooks and their deliveries, the fetch
+// requests of an act, users). It translates forms to the same domain calls
+// the JSON API makes (internal/webhooks/registry, internal/acts, internal/users), under
+// the same operation policy (auth.Policy, the role half: a signed-in user
+// acts with their role and no app's scopes), and decides nothing itself:
+// visibility, ownership and every other rule stay in the domain.
+//
+// Sessions, CSRF tokens and the one-time display of secrets are internal/oauth's
+// (the sign-in pages' machinery); the layout and the safety headers are
+// internal/web's.
+package webui
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/page"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/users"
+	"github.com/finsvc/finsvc/internal/web"
+	"github.com/finsvc/finsvc/internal/webhooks/registry"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Sessions is the sign-in machinery of internal/oauth the console uses.
+type Sessions interface {
+	CurrentUser(c echo.Context) (*users.User, error)
+	FormToken(c echo.Context, purpose string) string
+	CheckForm(c echo.Context, purpose string) bool
+	LogoutToken(c echo.Context) string
+	LoginRedirect(c echo.Context, next string) error
+	SetFlash(c echo.Context, userID int64, path string, v any) error
+	TakeFlash(c echo.Context, userID int64, path string, v any) bool
+}
+
+// Deps are the services the console calls, built by internal/app.
+type Deps struct {
+	Sessions Sessions
+	Webhooks *registry.Store
+	Acts     *acts.Store
+	Users    *users.Store
+	Logger   *slog.Logger
+	// Policy is the operation policy the pages ask, the API's.
+	Policy *auth.Policy
+}
+
+// operations are the API operations whose rule the pages ask for: New
+// fails when the policy lacks one.
+var operations = []string{
+	"getFetchRequest", "listUsers", "createUser", "updateUser", "deleteUser",
+	"updateWebhook", "deleteWebhook", "testWebhook", "rotateWebhookSecret", "redeliverWebhookDelivery",
+}
+
+// Console serves the console pages.
+type Console struct {
+	d     Deps
+	pages *template.Template
+}
+
+// New parses the pages; it fails when a dependency is missing.
+func New(d Deps) (*Console, error) {
+	if d.Sessions == nil || d.Webhooks == nil || d.Acts == nil || d.Users == nil || d.Logger == nil || d.Policy == nil {
+		return nil, errors.New("webui: every dependency is required (internal/app builds them)")
+	}
+	if err := d.Policy.Require(operations...); err != nil {
+		return nil, fmt.Errorf("webui: %w", err)
+	}
+	t, err := web.Parse(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	return &Console{d: d, pages: t}, nil
+}
+
+// formPurpose is the CSRF purpose of every console form.
+const formPurpose = "console"
+
+// Routes registers the pages (an httpapi.Deps.Routes entry: tenant
+// resolution has run before them).
+func (cs *Console) Routes(e *echo.Echo) {
+	h := cs.handle
+	e.GET("/console", func(c echo.Context) error { return c.Redirect(http.StatusFound, web.Home) })
+	e.GET("/console/webhooks", h(cs.webhooks))
+	e.GET("/console/webhooks/:id", h(cs.webhook))
+	e.POST("/console/webhooks/:id/test", h(cs.post(cs.testWebhook)))
+	e.POST("/console/webhooks/:id/rotate", h(cs.post(cs.rotateWebhook)))
+	e.POST("/console/webhooks/:id/disable", h(cs.post(cs.setActive(false))))
+	e.POST("/console/webhooks/:id/enable", h(cs.post(cs.setActive(true))))
+	e.POST("/console/webhooks/:id/delete", h(cs.post(cs.deleteWebhook)))
+	e.POST("/console/webhooks/:id/deliveries/:delivery/redeliver", h(cs.post(cs.redeliver)))
+	e.GET("/console/acts", h(cs.actsLookup))
+	e.GET("/console/acts/:uuid", h(cs.act))
+	e.GET("/console/users", h(cs.users))
+	e.POST("/console/users", h(cs.post(cs.createUser)))
+	e.POST("/console/users/:id/role", h(cs.post(cs.changeRole)))
+	e.POST("/console/users/:id/deactivate", h(cs.post(cs.deactivateUser)))
+	e.POST("/console/users/:id/one-time-password", h(cs.post(cs.issueOneTimePassword)))
+}
+
+// req is one console request: the signed-in user as the principal the
+// domain calls take.
+type req struct {
+	echo.Context
+	user *users.User
+	p    *auth.Principal
+	pol  *auth.Policy
+}
+
+type handler func(r *req) error
+
+// handle signs the request in (or sends the browser to the sign-in page)
+// and turns domain errors into pages.
+func (cs *Console) handle(h handler) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u, err := cs.d.Sessions.CurrentUser(c)
+		if err != nil {
+			return cs.fail(c, nil, err)
+		}
+		if u == nil {
+			// Back to this page after signing in; a form posted without a
+			// session is dropped, and its page is shown again instead.
+			next := c.Request().URL.RequestURI()
+			if c.Request().Method != http.MethodGet {
+				next = formPage(c.Request())
+			}
+			return cs.d.Sessions.LoginRedirect(c, next)
+		}
+		if u.PasswordChangeRequired {
+			// Signed in with a one-time password: choosing one comes first.
+			next := c.Request().URL.RequestURI()
+			if c.Request().Method != http.MethodGet {
+				next = web.Home
+			}
+			return c.Redirect(http.StatusFound, web.PasswordPath+"?next="+url.QueryEscape(next))
+		}
+		r := &req{Context: c, user: u, p: &auth.Principal{TenantID: tenant.ID(c.Request().Context()), UserID: u.ID, Role: u.Role}, pol: cs.d.Policy}
+		if err := h(r); err != nil {
+			return cs.fail(c, u, err)
+		}
+		return nil
+	}
+}
+
+// formPage is the console page a form was posted from (its Referer on
+// this host, under /console/), or the console's home.
+func formPage(r *http.Request) string {
+	ref, err := url.Parse(r.Header.Get("Referer"))
+	if err != nil || ref.Host != r.Host || !strings.HasPrefix(ref.Path, "/console/") || strings.ContainsAny(ref.Path, "\\\r\n") {
+		return web.Home
+	}
+	return ref.RequestURI()
+}
+
+// post checks the form's CSRF token before h.
+func (cs *Console) post(h handler) handler {
+	return func(r *req) error {
+		if !cs.d.Sessions.CheckForm(r.Context, formPurpose) {
+			return cs.errorPage(r.Context, r.user, http.StatusForbidden, "Session expired",
+				"The form expired or was not sent by this site. Go back, reload the page and try again.")
+		}
+		return h(r)
+	}
+}
+
+// permit is the policy's role rule for operationID, an API operation.
+func (r *req) permit(operationID string) bool { return r.pol.Allows(r.p, operationID) }
+
+// fail answers a domain error with a page: another tenant's or an invisible
+// id is a 404, a refused role a 403, an outage a 503; anything else is
+// logged and a 500.
+func (cs *Console) fail(c echo.Context, u *users.User, err error) error {
+	switch {
+	case db.IsUnavailable(err):
+		c.Response().Header().Set("Retry-After", "5")
+		return cs.errorPage(c, u, http.StatusServiceUnavailable, "Service unavailable", "The service is temporarily unavailable. Try again in a few moments.")
+	case apperr.Is(err, apperr.NotFound):
+		return cs.errorPage(c, u, http.StatusNotFound, "Not found", "There is nothing here, or you cannot see it.")
+	case apperr.Is(err, apperr.Forbidden):
+		return cs.errorPage(c, u, http.StatusForbidden, "Not allowed", describe(err))
+	}
+	cs.d.Logger.ErrorContext(c.Request().Context(), "webui: request failed", "path", c.Path(), "error", err)
+	return cs.errorPage(c, u, http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later.")
+}
+
+func (cs *Console) errorPage(c echo.Context, u *users.User, status int, title, msg string) error {
+	return cs.render(c, status, "error", &view{Layout: web.Layout{Title: title, User: u, Message: msg}})
+}
+
+// view is the layout's data (internal/web) plus each page's own.
+type view struct {
+	web.Layout
+	Notice string
+	CSRF   string
+	Secret string
+	Page   any
+}
+
+func (cs *Console) render(c echo.Context, status int, name string, v *view) error {
+	v.Tenant = tenant.MustFromContext(c.Request().Context()).Slug
+	if v.User != nil {
+		v.LogoutCSRF = cs.d.Sessions.LogoutToken(c)
+		v.Menu = web.Menu(cs.d.Policy, v.User)
+		v.CSRF = cs.d.Sessions.FormToken(c, formPurpose)
+	}
+	return web.Render(c, cs.pages, status, name, v)
+}
+
+// flash is what a POST leaves for the page it redirects to.
+type flash struct {
+	Notice string `json:"n,omitempty"`
+	Secret string `json:"s,omitempty"`
+}
+
+// done redirects to path with a notice (and a secret shown once), so that
+// a reload repeats nothing (POST-redirect-GET).
+func (cs *Console) done(r *req, path string, f flash) error {
+	if err := cs.d.Sessions.SetFlash(r.Context, r.user.ID, path, f); err != nil {
+		return err
+	}
+	return r.Redirect(http.StatusSeeOther, path)
+}
+
+// show renders a GET page, with what the POST before it left.
+func (cs *Console) show(r *req, name string, v *view) error {
+	var f flash
+	if cs.d.Sessions.TakeFlash(r.Context, r.user.ID, r.Request().URL.Path, &f) {
+		v.Notice, v.Secret = f.Notice, f.Secret
+	}
+	v.User = r.user
+	status := http.StatusOK
+	if v.Message != "" {
+		status = http.StatusBadRequest
+	}
+	return cs.render(r.Context, status, name, v)
+}
+
+// pageRequest reads ?page= (25 rows a page); a bad number is page 1.
+func pageRequest(c echo.Context) page.Request {
+	n, err := strconv.Atoi(c.QueryParam("page"))
+	if err != nil || n < 1 || n > 1_000_000 {
+		n = 1
+	}
+	return page.Request{Page: n, Limit: page.DefaultLimit}
+}
+
+// pager is the previous/next navigation of a list.
+type pager struct {
+	Page, Prev, Next int
+	Total            int64
+}
+
+func newPager(pg page.Request, total int64) pager {
+	p := pager{Page: pg.Page, Total: total}
+	if pg.Page > 1 {
+		p.Prev = pg.Page - 1
+	}
+	if int64(pg.Page*pg.Limit) < total {
+		p.Next = pg.Page + 1
+	}
+	return p
+}
+
+// idParam is a positive integer path parameter; anything else is no such
+// resource.
+func idParam(c echo.Context, name string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || id < 1 {
+		return 0, apperr.E(apperr.NotFound, "not found")
+	}
+	return id, nil
+}
+
+// describe flattens an apperr with field messages for a banner.
+func describe(err error) string {
+	var ae *apperr.Error
+	if !errors.As(err, &ae) {
+		return err.Error()
+	}
+	if len(ae.Fields) == 0 {
+		return ae.Message
+	}
+	var parts []string
+	for f, msgs := range ae.Fields {
+		for _, m := range msgs {
+			parts = append(parts, f+": "+m)
+		}
+	}
+	sort.Strings(parts)
+	return strings.TrimSpace(ae.Message + " " + strings.Join(parts, "; "))
+}
