@@ -3,6 +3,7 @@ package money
 import (
 	"encoding/json"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,4 +102,51 @@ func TestScan(t *testing.T) {
 	if d.Scale() != 0 || MustParse("1.25").Scale() != 2 {
 		t.Fatal("Scale")
 	}
+}
+
+// grammar is isJSONNumber's specification, as a regular expression: the
+// loop must agree with it on every input.
+var grammar = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?$`)
+
+func TestIsJSONNumberMatchesTheGrammar(t *testing.T) {
+	cases := []string{"", "-", "0", "-0", "00", "01", "1", "12", "1.", ".5", "1.5", "-1.50", "1e", "1e+", "1e-", "1e5",
+		"1E+12", "1e-123", "1e1234", "0.0e0", "1.e3", "1.5e", "+1", " 1", "1 ", "1e+-3", "0x10", "١", "1_000", "9999999999999999.99",
+		"-0.000", "1.2.3", "1e3e3", "e3", "-e3", "NaN", "Infinity"}
+	for _, s := range cases {
+		if got, want := isJSONNumber(s), grammar.MatchString(s); got != want {
+			t.Errorf("isJSONNumber(%q) = %v, the grammar says %v", s, got, want)
+		}
+	}
+	// Every string over the grammar's alphabet up to five characters long.
+	alphabet := []byte("-+.eE019")
+	var walk func(prefix []byte)
+	checked := 0
+	walk = func(prefix []byte) {
+		s := string(prefix)
+		checked++
+		if got, want := isJSONNumber(s), grammar.MatchString(s); got != want {
+			t.Fatalf("isJSONNumber(%q) = %v, the grammar says %v", s, got, want)
+		}
+		if len(prefix) == 5 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(append(prefix, c))
+		}
+	}
+	walk(nil)
+	if checked < 37000 {
+		t.Fatalf("checked only %d strings", checked)
+	}
+}
+
+func FuzzIsJSONNumber(f *testing.F) {
+	for _, s := range []string{"0", "-12.50", "1e999", "1e1000", "01", "1.", "2.5E+3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isJSONNumber(s), grammar.MatchString(s); got != want {
+			t.Fatalf("isJSONNumber(%q) = %v, the grammar says %v", s, got, want)
+		}
+	})
 }
