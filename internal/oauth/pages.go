@@ -180,9 +180,11 @@ func safeNextOr(next, fallback string) string {
 }
 
 // landing is where a signed-in user goes when no page asked for them: the
-// console for admins and members, the apps they authorized for others.
-func landing(u *users.User) string {
-	if u.Role == auth.RoleAdmin || u.Role == auth.RoleMember {
+// console for those the policy lets work there (change a webhook: admins
+// and members), the apps they authorized for the others.
+func (s *Service) landing(u *users.User) string {
+	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
+	if s.policy.Allows(p, opConsoleWork) {
 		return web.Home
 	}
 	return "/account/apps"
@@ -218,7 +220,7 @@ func (s *Service) handleLoginPage(c echo.Context) error {
 	next := safeNextOr(c.QueryParam("next"), "")
 	if u != nil {
 		if next == "" {
-			next = landing(u)
+			next = s.landing(u)
 		}
 		return c.Redirect(http.StatusSeeOther, next)
 	}
@@ -290,7 +292,7 @@ func (s *Service) handleLogin(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, web.PasswordPath+"?next="+url.QueryEscape(next))
 	}
 	if next == "" {
-		next = landing(u)
+		next = s.landing(u)
 	}
 	return c.Redirect(http.StatusSeeOther, next)
 }

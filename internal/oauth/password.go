@@ -109,7 +109,7 @@ func (s *Service) handleChangePassword(c echo.Context) error {
 	}
 	if u.PasswordChangeRequired {
 		if next == "" {
-			next = landing(u)
+			next = s.landing(u)
 		}
 		return c.Redirect(http.StatusSeeOther, next)
 	}

@@ -83,6 +83,10 @@ func WithPolicy(p *auth.Policy) Option { return func(s *Service) { s.policy = p 
 // (x-finsvc-pages in the spec).
 const pageManageApps = "manageApps"
 
+// opConsoleWork is the operation whose rule decides where sign-in lands:
+// whoever may change a webhook has work in the console.
+const opConsoleWork = "updateWebhook"
+
 // New builds the service. cfg.Secret must be set (config.ResolveSecret):
 // every tenant's token and CSRF keys derive from it. us is the user store
 // the sign-in pages authenticate against (the composition root's, so that
@@ -139,7 +143,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 	if svc.policy == nil {
 		return nil, errors.New("oauth: the operation policy is required (WithPolicy)")
 	}
-	if err := svc.policy.Require(pageManageApps); err != nil {
+	if err := svc.policy.Require(pageManageApps, opConsoleWork); err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })
