@@ -129,9 +129,12 @@ func TestDashboardScreenshot(t *testing.T) {
 	}
 	end := time.Now()
 	from := end.Add(-load)
-	drawn := 0
+	drawn, queried := 0, 0
 	for i := range dash.Panels {
 		p := &dash.Panels[i]
+		if len(p.Targets) > 0 {
+			queried++
+		}
 		for _, tg := range p.Targets {
 			expr := strings.NewReplacer(`$instance`, `.*`, `$__rate_interval`, `15s`).Replace(tg.Expr)
 			series := queryRange(t, promURL, expr, from, end)
@@ -144,8 +147,8 @@ func TestDashboardScreenshot(t *testing.T) {
 			drawn++
 		}
 	}
-	if drawn < len(dash.Panels)/2 {
-		t.Fatalf("only %d of %d panels have data", drawn, len(dash.Panels))
+	if drawn < queried*3/4 {
+		t.Fatalf("only %d of %d panels with queries have data", drawn, queried)
 	}
 	page := render(t, dash, from, end)
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -165,7 +168,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	if err := os.WriteFile(dst, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d of %d panels with data; wrote %s (%d bytes)", drawn, len(dash.Panels), dst, len(png))
+	t.Logf("%d of %d panels with queries have data; wrote %s (%d bytes)", drawn, queried, dst, len(png))
 }
 
 func startPrometheus(t *testing.T, bin, target string) string {
