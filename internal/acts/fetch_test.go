@@ -2,8 +2,11 @@ package acts_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/acts"
 	"github.com/finsvc/finsvc/internal/acts/actstest"
@@ -164,4 +167,47 @@ func BenchmarkGetAct200(b *testing.B) {
 			}
 		})
 	}
+}
+
+// GET of an act reads the same thing on every path db.Query takes: on
+// PostgreSQL outside a transaction through pgx itself, inside one (and on
+// SQLite) through GORM. An act with values, a fetch request and its states.
+func TestGetIsTheSameOnEveryPath(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newBulkFixture(t, d, 30)
+		if _, err := f.store.WriteData(f.ctx, f.p, f.act.Act.UUID, f.request(t, 10, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.CreateRequest(f.ctx, f.p, f.act.Act.UUID, []int64{f.act.Data[20].ID}); err != nil {
+			t.Fatal(err)
+		}
+		plain, err := f.store.Get(f.ctx, f.act.Act.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inTx *acts.Detail
+		if err := d.InTx(f.ctx, func(ctx context.Context, _ *gorm.DB) error {
+			inTx, err = f.store.Get(ctx, f.act.Act.UUID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		a, b := plain.API, inTx.API
+		pa, err := a()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb, err := b()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ja, _ := json.Marshal(pa)
+		jb, _ := json.Marshal(pb)
+		if string(ja) != string(jb) {
+			t.Fatalf("outside a transaction:\n%s\ninside one:\n%s", ja, jb)
+		}
+		if len(plain.Data) != 30 || len(plain.Fetch) != 11 || plain.Data[1].Value == nil || *plain.Data[1].Value != "1.1" {
+			t.Fatalf("read %d data points, %d fetch states", len(plain.Data), len(plain.Fetch))
+		}
+	})
 }

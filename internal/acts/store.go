@@ -2,6 +2,7 @@ package acts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -186,21 +187,51 @@ func insertDataPoints(ctx context.Context, tx *gorm.DB, dps []DataPoint) error {
 func (s *Store) Get(ctx context.Context, actUUID uuid.UUID) (_ *Detail, err error) {
 	defer apperr.Wrap(&err, "acts.Get(%s)", actUUID)
 	var a Act
-	res := tenant.Scope(ctx, s.DB.DB).Where("uuid = ?", actUUID).Limit(1).Find(&a)
-	if res.Error != nil {
-		return nil, res.Error
-	}
-	if res.RowsAffected == 0 {
+	err = getAct.One(ctx, s.DB.DB, []any{actUUID}, scanAct(&a)...)
+	switch {
+	case errors.Is(err, db.ErrNoRows):
 		return nil, notFound()
+	case err != nil:
+		return nil, err
 	}
 	return s.detail(ctx, s.DB.DB, &a)
+}
+
+// The reads of GET /acts/{uuid}, written as SQL (tenant.Query, db.Query)
+// rather than built by GORM per request: outside a transaction on
+// PostgreSQL they run on pgx itself, which scans an act's hundreds of data
+// points without database/sql's conversion of every value (BENCHMARKS.md,
+// "GET /acts/{uuid} on pgx"). In a transaction and on SQLite they run
+// through GORM's Raw, the same statements.
+var (
+	getAct        = tenant.NewQuery("SELECT " + actColumns + " FROM acts WHERE tenant_id = ? AND uuid = ? LIMIT 1")
+	getDataPoints = tenant.NewQuery("SELECT " + dataPointColumns + " FROM data_points WHERE tenant_id = ? AND act_uuid = ? ORDER BY position, id")
+	// SQLite plans the join in the order written with CROSS JOIN: from
+	// the act's data points, not from every fetch.
+	latestFetchPostgres = latestFetchSQL("JOIN")
+	latestFetchSQLite   = latestFetchSQL("CROSS JOIN")
+)
+
+// actColumns are Act's columns in the order scanAct reads them.
+const actColumns = "tenant_id, uuid, client_id, template_id, title, status, created_at, updated_at, finalized_at, seq"
+
+func scanAct(a *Act) []any {
+	return []any{&a.TenantID, &a.UUID, &a.ClientID, &a.TemplateID, &a.Title, &a.Status, &a.CreatedAt, &a.UpdatedAt, &a.FinalizedAt, &a.Seq}
+}
+
+// latestFetchSQL is latestFetchQuery for every data point of an act.
+func latestFetchSQL(join string) tenant.Query {
+	return tenant.NewQuery(`SELECT data_points.id AS data_point_id, f.fetch_request_id, f.state, f.error, r.expires_at
+FROM data_points ` + join + ` fetch_request_fields f ON f.tenant_id = data_points.tenant_id
+	AND f.fetch_request_id = data_points.last_fetch_request_id AND f.data_point_id = data_points.id
+JOIN fetch_requests r ON r.tenant_id = f.tenant_id AND r.id = f.fetch_request_id
+WHERE data_points.tenant_id = ? AND data_points.act_uuid = ?`)
 }
 
 func (s *Store) detail(ctx context.Context, q *gorm.DB, a *Act) (*Detail, error) {
 	d := &Detail{Act: *a}
 	var err error
-	d.Data, err = db.ScanAll(tenant.Scope(ctx, q).Table("data_points").Select(dataPointColumns).
-		Where("act_uuid = ?", a.UUID).Order("position, id"), 64, scanDataPoint)
+	d.Data, err = tenant.All(ctx, q, getDataPoints, []any{a.UUID}, 64, scanDataPoint)
 	if err != nil {
 		return nil, fmt.Errorf("load data points: %w", err)
 	}
@@ -235,9 +266,19 @@ func latestFetch(ctx context.Context, q *gorm.DB, actUUID uuid.UUID, ids []int64
 		Error          *string
 		ExpiresAt      time.Time
 	}
-	rows, err := db.ScanAll(latestFetchQuery(ctx, q, actUUID, ids), 64, func(r *row) []any {
+	dest := func(r *row) []any {
 		return []any{&r.DataPointID, &r.FetchRequestID, &r.State, &r.Error, &r.ExpiresAt}
-	})
+	}
+	var rows []row
+	var err error
+	switch {
+	case ids != nil:
+		rows, err = db.ScanAll(latestFetchQuery(ctx, q, actUUID, ids), 64, dest)
+	case q.Dialector.Name() == db.SQLite:
+		rows, err = tenant.All(ctx, q, latestFetchSQLite, []any{actUUID}, 64, dest)
+	default:
+		rows, err = tenant.All(ctx, q, latestFetchPostgres, []any{actUUID}, 64, dest)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("acts: latest fetch states: %w", err)
 	}

@@ -33,3 +33,9 @@ func NewQuery(sqlText string) Query {
 func (q Query) One(ctx context.Context, h *gorm.DB, args []any, dest ...any) error {
 	return q.q.One(ctx, h, append([]any{ID(ctx)}, args...), dest...)
 }
+
+// All runs q for the tenant of ctx on h with args for the placeholders after
+// the tenant's, and scans every row into a T through dest (db.QueryAll).
+func All[T any](ctx context.Context, h *gorm.DB, q Query, args []any, capacity int, dest func(*T) []any) ([]T, error) {
+	return db.QueryAll(ctx, h, q.q, append([]any{ID(ctx)}, args...), capacity, dest)
+}
