@@ -1426,6 +1426,25 @@ type PageMeta struct {
 	// CurrentPage The page returned, from 1.
 	CurrentPage int `json:"current_page"`
 
+	// NextDeletedSince Only on the tombstone lists: the value to send as `deleted_since` in the next request, the `deleted_at`
+	// of the page's last tombstone (or, on an empty page, the `deleted_since` received; absent when none
+	// was sent and the page is empty). Send it back verbatim, like `next_updated_since`.
+	//
+	//
+	// Example: 2026-01-05T09:30:00.123456Z
+	NextDeletedSince *string `json:"next_deleted_since,omitempty"`
+
+	// NextUpdatedSince Only with `updated_since`: the value to send as `updated_since` in the next request of the sync, the
+	// `updated_at` of the page's last row (or, on an empty page, the `updated_since` received, which is still
+	// where to resume). Send it back verbatim: it has every digit the service keeps (microseconds), and a
+	// client that parses it into a type of coarser precision (a JavaScript `Date` keeps milliseconds) and
+	// formats it again may skip rows or see one twice. It is a string, not a `date-time`, so that generated
+	// clients do not parse it.
+	//
+	//
+	// Example: 2026-01-05T09:30:00.123456Z
+	NextUpdatedSince *string `json:"next_updated_since,omitempty"`
+
 	// PerPage The page size used.
 	PerPage int `json:"per_page"`
 
@@ -1986,9 +2005,10 @@ type ListActsParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -1997,7 +2017,8 @@ type ListActsParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 
 	// ClientId Only acts of this client.
@@ -2119,9 +2140,10 @@ type ListClientsParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2130,7 +2152,8 @@ type ListClientsParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
@@ -2163,8 +2186,8 @@ type ListDeletedActsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-	// seen misses and repeats nothing.
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+	// `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
 	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
 }
 
@@ -2177,8 +2200,8 @@ type ListDeletedClientsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-	// seen misses and repeats nothing.
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+	// `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
 	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
 }
 
@@ -2216,9 +2239,10 @@ type ListTemplatesParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2227,7 +2251,8 @@ type ListTemplatesParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 

@@ -1035,6 +1035,23 @@ export interface components {
              * @description Items across all pages.
              */
             total: number;
+            /**
+             * @description Only with `updated_since`: the value to send as `updated_since` in the next request of the sync, the
+             *     `updated_at` of the page's last row (or, on an empty page, the `updated_since` received, which is still
+             *     where to resume). Send it back verbatim: it has every digit the service keeps (microseconds), and a
+             *     client that parses it into a type of coarser precision (a JavaScript `Date` keeps milliseconds) and
+             *     formats it again may skip rows or see one twice. It is a string, not a `date-time`, so that generated
+             *     clients do not parse it.
+             * @example 2026-01-05T09:30:00.123456Z
+             */
+            next_updated_since?: string;
+            /**
+             * @description Only on the tombstone lists: the value to send as `deleted_since` in the next request, the `deleted_at`
+             *     of the page's last tombstone (or, on an empty page, the `deleted_since` received; absent when none
+             *     was sent and the page is empty). Send it back verbatim, like `next_updated_since`.
+             * @example 2026-01-05T09:30:00.123456Z
+             */
+            next_deleted_since?: string;
         };
         /** @description Health status. */
         Health: {
@@ -2421,9 +2438,10 @@ export interface components {
          *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
          *     before it, so a sync never misses a row and never sees one twice:
          *
-         *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-         *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-         *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+         *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+         *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+         *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+         *        `meta.next_updated_since` and resume from it next time.
          *
          *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
          *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2432,14 +2450,15 @@ export interface components {
          *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
          *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
          *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-         *     keep microseconds; send `updated_at` back exactly as received.
+         *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+         *     back verbatim, never a time your client has parsed and formatted again.
          * @example 2026-01-05T09:30:00.123456Z
          */
         UpdatedSince: string;
         /**
          * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-         *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-         *     seen misses and repeats nothing.
+         *     own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+         *     `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
          * @example 2026-01-05T09:30:00.123456Z
          */
         DeletedSince: string;
@@ -2839,9 +2858,10 @@ export interface operations {
                  *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
                  *     before it, so a sync never misses a row and never sees one twice:
                  *
-                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+                 *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+                 *        `meta.next_updated_since` and resume from it next time.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
                  *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2850,7 +2870,8 @@ export interface operations {
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
                  *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-                 *     keep microseconds; send `updated_at` back exactly as received.
+                 *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+                 *     back verbatim, never a time your client has parsed and formatted again.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
@@ -3126,9 +3147,10 @@ export interface operations {
                  *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
                  *     before it, so a sync never misses a row and never sees one twice:
                  *
-                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+                 *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+                 *        `meta.next_updated_since` and resume from it next time.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
                  *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -3137,7 +3159,8 @@ export interface operations {
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
                  *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-                 *     keep microseconds; send `updated_at` back exactly as received.
+                 *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+                 *     back verbatim, never a time your client has parsed and formatted again.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
@@ -3329,9 +3352,10 @@ export interface operations {
                  *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
                  *     before it, so a sync never misses a row and never sees one twice:
                  *
-                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+                 *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+                 *        `meta.next_updated_since` and resume from it next time.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
                  *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -3340,7 +3364,8 @@ export interface operations {
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
                  *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-                 *     keep microseconds; send `updated_at` back exactly as received.
+                 *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+                 *     back verbatim, never a time your client has parsed and formatted again.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
@@ -3924,8 +3949,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /**
                  * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-                 *     seen misses and repeats nothing.
+                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+                 *     `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 deleted_since?: components["parameters"]["DeletedSince"];
@@ -3981,8 +4006,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /**
                  * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-                 *     seen misses and repeats nothing.
+                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+                 *     `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 deleted_since?: components["parameters"]["DeletedSince"];
