@@ -481,6 +481,24 @@ func (e OAuthErrorError) Valid() bool {
 	}
 }
 
+// Defines values for OAuthErrorWithMessageError.
+const (
+	OAuthErrorWithMessageInvalidRequest         OAuthErrorWithMessageError = "invalid_request"
+	OAuthErrorWithMessageTemporarilyUnavailable OAuthErrorWithMessageError = "temporarily_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the OAuthErrorWithMessageError enum.
+func (e OAuthErrorWithMessageError) Valid() bool {
+	switch e {
+	case OAuthErrorWithMessageInvalidRequest:
+		return true
+	case OAuthErrorWithMessageTemporarilyUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RevokeRequestTokenTypeHint.
 const (
 	AccessToken  RevokeRequestTokenTypeHint = "access_token"
@@ -1411,6 +1429,50 @@ type OAuthError struct {
 // OAuthErrorError The RFC 6749 error code.
 type OAuthErrorError string
 
+// OAuthErrorWithMessage An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthErrorWithMessage struct {
+	// Code The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+	//
+	// | code | status | retry? |
+	// |---|---|---|
+	// | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+	// | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+	// | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+	// | `not_found` | 404 | No. |
+	// | `method_not_allowed` | 405 | No. |
+	// | `conflict` | 409 | No: the resource's state does not allow it. |
+	// | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+	// | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+	// | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+	// | `payload_too_large` | 413 | No. |
+	// | `unsupported_media_type` | 415 | No. |
+	// | `unprocessable` | 422 | No: values fail validation; fix them. |
+	// | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+	// | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+	// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+	// | `not_implemented` | 501 | No. |
+	// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+	//
+	// New codes may be added; treat an unknown code by its status.
+	Code *ErrorCode `json:"code,omitempty"`
+
+	// Error The RFC 6749 error code.
+	Error OAuthErrorWithMessageError `json:"error"`
+
+	// ErrorDescription A human-readable explanation.
+	ErrorDescription *string `json:"error_description,omitempty"`
+
+	// Errors Always empty here, as in `Error` when no field is at fault.
+	Errors map[string][]string `json:"errors"`
+
+	// Message The same explanation, as in `Error`.
+	Message string `json:"message"`
+}
+
+// OAuthErrorWithMessageError The RFC 6749 error code.
+type OAuthErrorWithMessageError string
+
 // OneTimePassword A one-time password an admin issued for a user.
 type OneTimePassword struct {
 	// ExpiresAt When the one-time password stops working if unused (72 hours after it was issued).
@@ -1970,6 +2032,14 @@ type Forbidden = Error
 
 // NotFound The error body of every endpoint below `/api/1.0`.
 type NotFound = Error
+
+// OAuthPayloadTooLarge An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthPayloadTooLarge = OAuthErrorWithMessage
+
+// OAuthTooManyRequests An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthTooManyRequests = OAuthErrorWithMessage
 
 // OAuthUnavailable An RFC 6749 error response.
 type OAuthUnavailable = OAuthError

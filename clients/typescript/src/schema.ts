@@ -1024,6 +1024,26 @@ export interface components {
             /** @description A human-readable explanation. */
             error_description?: string;
         };
+        /**
+         * @description An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+         *     `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+         */
+        OAuthErrorWithMessage: {
+            /**
+             * @description The RFC 6749 error code.
+             * @enum {string}
+             */
+            error: "invalid_request" | "temporarily_unavailable";
+            /** @description A human-readable explanation. */
+            error_description?: string;
+            /** @description The same explanation, as in `Error`. */
+            message: string;
+            code?: components["schemas"]["ErrorCode"];
+            /** @description Always empty here, as in `Error` when no field is at fault. */
+            errors: {
+                [key: string]: string[];
+            };
+        };
         /** @description Pagination metadata of a list response. */
         PageMeta: {
             /** @description The page returned, from 1. */
@@ -2367,6 +2387,63 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The request body is larger than the service accepts (`FINSVC_BODY_LIMIT`, 1 MiB by default), as an RFC 6749
+         *     error (`invalid_request`). It also carries the fields of `Error`, which version 1.0.0 declared for this
+         *     status; read `error`.
+         */
+        OAuthPayloadTooLarge: {
+            headers: {
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                Pragma: components["headers"]["PragmaNoCache"];
+                request_id: components["headers"]["RequestId"];
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "invalid_request",
+                 *       "error_description": "request body too large",
+                 *       "message": "request body too large",
+                 *       "code": "payload_too_large",
+                 *       "errors": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorWithMessage"];
+            };
+        };
+        /**
+         * @description Too many requests from this client address (failed client authentications count) or for the tenant, as an
+         *     RFC 6749 error (`temporarily_unavailable`). Retry after `Retry-After` seconds. It also carries the fields
+         *     of `Error`, which version 1.0.0 declared for this status; read `error`.
+         */
+        OAuthTooManyRequests: {
+            headers: {
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                Pragma: components["headers"]["PragmaNoCache"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                request_id: components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "temporarily_unavailable",
+                 *       "error_description": "Too many requests; retry later.",
+                 *       "message": "Too many requests; retry later.",
+                 *       "code": "rate_limited",
+                 *       "errors": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorWithMessage"];
             };
         };
         /** @description The service cannot reach its database (`temporarily_unavailable`); nothing was decided about the request. Retry after `Retry-After` seconds. */
@@ -4811,8 +4888,8 @@ export interface operations {
             };
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
-            413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["TooManyRequests"];
+            413: components["responses"]["OAuthPayloadTooLarge"];
+            429: components["responses"]["OAuthTooManyRequests"];
             503: components["responses"]["OAuthUnavailable"];
             default: components["responses"]["OAuthError"];
         };
@@ -4844,8 +4921,8 @@ export interface operations {
             };
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
-            413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["TooManyRequests"];
+            413: components["responses"]["OAuthPayloadTooLarge"];
+            429: components["responses"]["OAuthTooManyRequests"];
             503: components["responses"]["OAuthUnavailable"];
             default: components["responses"]["OAuthError"];
         };
