@@ -2576,9 +2576,15 @@ export interface components {
         OriginalRequest: string;
         /** @description The request's id; logged by the service, quote it when asking for support. */
         RequestId: string;
-        /** @description Seconds to wait before retrying. */
+        /** @description Seconds to wait before retrying (on a 429, until the spent budget allows one more request; it can be shorter than `RateLimit-Reset`, which waits for the whole budget). */
         RetryAfter: number;
-        /** @description The tenant's burst, the most requests it may send at once from a full budget. The budget refills continuously at the tenant's sustained rate (a token bucket), so this is not a count per fixed window. */
+        /**
+         * @description The burst of the budget the response describes, the most requests it allows at once when full: on an
+         *     authenticated answer the tenant's budget for the endpoint (`/api/1.0` and the token endpoints have one each,
+         *     `FINSVC_RATE_LIMIT_BURST`), on a 429 the budget that is spent (the tenant's, or the client address's,
+         *     `FINSVC_RATE_LIMIT_ADDRESS_BURST`, after failed authentications). The budget refills continuously at its
+         *     sustained rate (a token bucket), so this is not a count per fixed window.
+         */
         RateLimitLimit: number;
         /** @description How many more requests the budget allows right now, from 0 to `RateLimit-Limit`. */
         RateLimitRemaining: number;
