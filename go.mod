@@ -41,6 +41,7 @@ require (
 	gorm.io/gorm v1.31.2
 	gorm.io/plugin/opentelemetry v0.1.16
 	honnef.co/go/tools v0.8.2
+	pgregory.net/rapid v1.3.0
 )
 
 require (

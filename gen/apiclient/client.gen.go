@@ -13755,6 +13755,8 @@ type RevokeTokenResponse401Headers struct {
 
 // RevokeTokenResponse413Headers the declared response headers of an HTTP 413 response for RevokeToken
 type RevokeTokenResponse413Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13763,6 +13765,8 @@ type RevokeTokenResponse413Headers struct {
 
 // RevokeTokenResponse429Headers the declared response headers of an HTTP 429 response for RevokeToken
 type RevokeTokenResponse429Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13800,9 +13804,9 @@ type RevokeTokenResponse struct {
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *OAuthError
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
+	JSON413 *OAuthPayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
+	JSON429 *OAuthTooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -13834,12 +13838,12 @@ func (r RevokeTokenResponse) GetJSON401() *OAuthError {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r RevokeTokenResponse) GetJSON413() *PayloadTooLarge {
+func (r RevokeTokenResponse) GetJSON413() *OAuthPayloadTooLarge {
 	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r RevokeTokenResponse) GetJSON429() *TooManyRequests {
+func (r RevokeTokenResponse) GetJSON429() *OAuthTooManyRequests {
 	return r.JSON429
 }
 
@@ -13916,6 +13920,8 @@ type ExchangeTokenResponse401Headers struct {
 
 // ExchangeTokenResponse413Headers the declared response headers of an HTTP 413 response for ExchangeToken
 type ExchangeTokenResponse413Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13924,6 +13930,8 @@ type ExchangeTokenResponse413Headers struct {
 
 // ExchangeTokenResponse429Headers the declared response headers of an HTTP 429 response for ExchangeToken
 type ExchangeTokenResponse429Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13963,9 +13971,9 @@ type ExchangeTokenResponse struct {
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *OAuthError
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
+	JSON413 *OAuthPayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
+	JSON429 *OAuthTooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -14002,12 +14010,12 @@ func (r ExchangeTokenResponse) GetJSON401() *OAuthError {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r ExchangeTokenResponse) GetJSON413() *PayloadTooLarge {
+func (r ExchangeTokenResponse) GetJSON413() *OAuthPayloadTooLarge {
 	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r ExchangeTokenResponse) GetJSON429() *TooManyRequests {
+func (r ExchangeTokenResponse) GetJSON429() *OAuthTooManyRequests {
 	return r.JSON429
 }
 
@@ -33565,14 +33573,14 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest OAuthPayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest OAuthTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -33732,6 +33740,20 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 413:
 		var headers RevokeTokenResponse413Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -33763,6 +33785,20 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.Headers413 = &headers
 	case rsp.StatusCode == 429:
 		var headers RevokeTokenResponse429Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -33944,14 +33980,14 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest OAuthPayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest OAuthTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -34125,6 +34161,20 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 413:
 		var headers ExchangeTokenResponse413Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -34156,6 +34206,20 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 429:
 		var headers ExchangeTokenResponse429Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

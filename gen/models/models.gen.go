@@ -481,6 +481,24 @@ func (e OAuthErrorError) Valid() bool {
 	}
 }
 
+// Defines values for OAuthErrorWithMessageError.
+const (
+	OAuthErrorWithMessageInvalidRequest         OAuthErrorWithMessageError = "invalid_request"
+	OAuthErrorWithMessageTemporarilyUnavailable OAuthErrorWithMessageError = "temporarily_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the OAuthErrorWithMessageError enum.
+func (e OAuthErrorWithMessageError) Valid() bool {
+	switch e {
+	case OAuthErrorWithMessageInvalidRequest:
+		return true
+	case OAuthErrorWithMessageTemporarilyUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RevokeRequestTokenTypeHint.
 const (
 	AccessToken  RevokeRequestTokenTypeHint = "access_token"
@@ -1411,6 +1429,50 @@ type OAuthError struct {
 // OAuthErrorError The RFC 6749 error code.
 type OAuthErrorError string
 
+// OAuthErrorWithMessage An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthErrorWithMessage struct {
+	// Code The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+	//
+	// | code | status | retry? |
+	// |---|---|---|
+	// | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+	// | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+	// | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+	// | `not_found` | 404 | No. |
+	// | `method_not_allowed` | 405 | No. |
+	// | `conflict` | 409 | No: the resource's state does not allow it. |
+	// | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+	// | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+	// | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+	// | `payload_too_large` | 413 | No. |
+	// | `unsupported_media_type` | 415 | No. |
+	// | `unprocessable` | 422 | No: values fail validation; fix them. |
+	// | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+	// | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+	// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+	// | `not_implemented` | 501 | No. |
+	// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+	//
+	// New codes may be added; treat an unknown code by its status.
+	Code *ErrorCode `json:"code,omitempty"`
+
+	// Error The RFC 6749 error code.
+	Error OAuthErrorWithMessageError `json:"error"`
+
+	// ErrorDescription A human-readable explanation.
+	ErrorDescription *string `json:"error_description,omitempty"`
+
+	// Errors Always empty here, as in `Error` when no field is at fault.
+	Errors map[string][]string `json:"errors"`
+
+	// Message The same explanation, as in `Error`.
+	Message string `json:"message"`
+}
+
+// OAuthErrorWithMessageError The RFC 6749 error code.
+type OAuthErrorWithMessageError string
+
 // OneTimePassword A one-time password an admin issued for a user.
 type OneTimePassword struct {
 	// ExpiresAt When the one-time password stops working if unused (72 hours after it was issued).
@@ -1425,6 +1487,25 @@ type OneTimePassword struct {
 type PageMeta struct {
 	// CurrentPage The page returned, from 1.
 	CurrentPage int `json:"current_page"`
+
+	// NextDeletedSince Only on the tombstone lists: the value to send as `deleted_since` in the next request, the `deleted_at`
+	// of the page's last tombstone (or, on an empty page, the `deleted_since` received; absent when none
+	// was sent and the page is empty). Send it back verbatim, like `next_updated_since`.
+	//
+	//
+	// Example: 2026-01-05T09:30:00.123456Z
+	NextDeletedSince *string `json:"next_deleted_since,omitempty"`
+
+	// NextUpdatedSince Only with `updated_since`: the value to send as `updated_since` in the next request of the sync, the
+	// `updated_at` of the page's last row (or, on an empty page, the `updated_since` received, which is still
+	// where to resume). Send it back verbatim: it has every digit the service keeps (microseconds), and a
+	// client that parses it into a type of coarser precision (a JavaScript `Date` keeps milliseconds) and
+	// formats it again may skip rows or see one twice. It is a string, not a `date-time`, so that generated
+	// clients do not parse it.
+	//
+	//
+	// Example: 2026-01-05T09:30:00.123456Z
+	NextUpdatedSince *string `json:"next_updated_since,omitempty"`
 
 	// PerPage The page size used.
 	PerPage int `json:"per_page"`
@@ -1952,6 +2033,14 @@ type Forbidden = Error
 // NotFound The error body of every endpoint below `/api/1.0`.
 type NotFound = Error
 
+// OAuthPayloadTooLarge An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthPayloadTooLarge = OAuthErrorWithMessage
+
+// OAuthTooManyRequests An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthTooManyRequests = OAuthErrorWithMessage
+
 // OAuthUnavailable An RFC 6749 error response.
 type OAuthUnavailable = OAuthError
 
@@ -1986,9 +2075,10 @@ type ListActsParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -1997,7 +2087,8 @@ type ListActsParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 
 	// ClientId Only acts of this client.
@@ -2119,9 +2210,10 @@ type ListClientsParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2130,7 +2222,8 @@ type ListClientsParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
@@ -2163,8 +2256,8 @@ type ListDeletedActsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-	// seen misses and repeats nothing.
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+	// `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
 	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
 }
 
@@ -2177,8 +2270,8 @@ type ListDeletedClientsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-	// seen misses and repeats nothing.
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+	// `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
 	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
 }
 
@@ -2216,9 +2309,10 @@ type ListTemplatesParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2227,7 +2321,8 @@ type ListTemplatesParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"context"
 
 	"github.com/finsvc/finsvc/gen/apiserver"
@@ -32,6 +34,13 @@ func (h *Handlers) ListActs(ctx context.Context, req apiserver.ListActsRequestOb
 	out := apiserver.ListActs200JSONResponse{Data: make([]models.ActSummary, 0, len(list)), Meta: pageMeta(pg, total)}
 	for i := range list {
 		out.Data = append(out.Data, acts.APISummary(&list[i]))
+	}
+	if since := req.Params.UpdatedSince; since != nil {
+		var last *time.Time
+		if n := len(list); n > 0 {
+			last = &list[n-1].UpdatedAt
+		}
+		out.Meta.NextUpdatedSince = nextSince(since, last)
 	}
 	return out, nil
 }

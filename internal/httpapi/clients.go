@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"time"
 
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
@@ -29,6 +30,13 @@ func (h *Handlers) ListClients(ctx context.Context, req apiserver.ListClientsReq
 	out := apiserver.ListClients200JSONResponse{Data: make([]models.Client, len(list)), Meta: pageMeta(p, total)}
 	for i := range list {
 		out.Data[i] = clientJSON(&list[i])
+	}
+	if since := req.Params.UpdatedSince; since != nil {
+		var last *time.Time
+		if n := len(list); n > 0 {
+			last = &list[n-1].UpdatedAt
+		}
+		out.Meta.NextUpdatedSince = nextSince(since, last)
 	}
 	return out, nil
 }

@@ -135,6 +135,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 				"request_id", RequestIDOf(c),
 				"method", c.Request().Method, "path", c.Path(), "error", err)
 		}
+		oauth := isOAuthEndpoint(c.Request())
 		if status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", wwwAuthenticate(c))
 		}
@@ -145,18 +146,14 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			_ = c.NoContent(status)
 			return
 		}
-		if status == http.StatusServiceUnavailable {
-			switch path := c.Request().URL.Path; {
-			case strings.HasPrefix(path, "/api/oauth/"):
-				// The token endpoints answer in RFC 6749's format.
-				_ = c.JSON(status, map[string]string{"error": "temporarily_unavailable",
-					"error_description": "The service is temporarily unavailable; retry later."})
-				return
-			case !strings.HasPrefix(path, "/api/"):
-				// The sign-in and authorization pages are for browsers.
-				_ = c.HTML(status, unavailablePage)
-				return
-			}
+		if oauth {
+			writeOAuthError(c, status, err)
+			return
+		}
+		if status == http.StatusServiceUnavailable && !strings.HasPrefix(c.Request().URL.Path, "/api/") {
+			// The sign-in and authorization pages are for browsers.
+			_ = c.HTML(status, unavailablePage)
+			return
 		}
 		if status < 500 && !strings.HasPrefix(c.Request().URL.Path, "/api/") && web.WantsHTML(c.Request()) {
 			// A browser at the tenant root, an unknown page or an unknown
@@ -167,6 +164,42 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		_ = c.JSON(status, Body(err))
 	}
+}
+
+// isOAuthEndpoint reports a request to the token or revocation endpoint
+// (internal/oauth): their errors are RFC 6749's, also the ones given before
+// their handlers run (unknown host, body limit, rate limit, outage, panic).
+func isOAuthEndpoint(r *http.Request) bool {
+	return r.Method == http.MethodPost && (r.URL.Path == "/api/oauth/token" || r.URL.Path == "/api/oauth/revoke")
+}
+
+// writeOAuthError answers err at an OAuth endpoint in RFC 6749's error
+// format (section 5.2), uncached like every token response (section 5.1).
+// A 413 and a 429 also carry the error format's fields, which the 1.0.0
+// contract declared for them; RFC 6749 clients ignore members they do not
+// know.
+func writeOAuthError(c echo.Context, status int, err error) {
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	b := Body(err)
+	code, desc := "invalid_request", b.Message
+	switch {
+	case status == http.StatusUnauthorized:
+		code = "invalid_client"
+		h.Set("WWW-Authenticate", `Basic realm="finsvc"`)
+	case status == http.StatusTooManyRequests:
+		code = "temporarily_unavailable"
+	case status == http.StatusServiceUnavailable:
+		code, desc = "temporarily_unavailable", "The service is temporarily unavailable; retry later."
+	case status >= 500:
+		code, desc = "server_error", "The service met an unexpected condition; retry later."
+	}
+	out := map[string]any{"error": code, "error_description": desc}
+	if status == http.StatusRequestEntityTooLarge || status == http.StatusTooManyRequests {
+		out["message"], out["code"], out["errors"] = b.Message, b.Code, b.Errors
+	}
+	_ = c.JSON(status, out)
 }
 
 // browserError is the page a browser sees for an error outside the API.

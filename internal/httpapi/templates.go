@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +36,13 @@ func (h *Handlers) ListTemplates(ctx context.Context, req apiserver.ListTemplate
 		if out.Data[i], err = templateJSON(&list[i]); err != nil {
 			return nil, err
 		}
+	}
+	if since := req.Params.UpdatedSince; since != nil {
+		var last *time.Time
+		if n := len(list); n > 0 {
+			last = &list[n-1].UpdatedAt
+		}
+		out.Meta.NextUpdatedSince = nextSince(since, last)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -33,6 +34,11 @@ func (h *Handlers) ListDeletedClients(ctx context.Context, req apiserver.ListDel
 		}
 		out.Data = append(out.Data, models.DeletedClient{Id: id, DeletedAt: t.DeletedAt.UTC()})
 	}
+	var last *time.Time
+	if n := len(list); n > 0 {
+		last = &list[n-1].DeletedAt
+	}
+	out.Meta.NextDeletedSince = nextSince(req.Params.DeletedSince, last)
 	return out, nil
 }
 
@@ -58,5 +64,10 @@ func (h *Handlers) ListDeletedActs(ctx context.Context, req apiserver.ListDelete
 		}
 		out.Data = append(out.Data, models.DeletedAct{Uuid: u, ClientId: client, DeletedAt: t.DeletedAt.UTC()})
 	}
+	var last *time.Time
+	if n := len(list); n > 0 {
+		last = &list[n-1].DeletedAt
+	}
+	out.Meta.NextDeletedSince = nextSince(req.Params.DeletedSince, last)
 	return out, nil
 }

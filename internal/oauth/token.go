@@ -383,6 +383,7 @@ func (s *Service) writeFositeError(c echo.Context, err error, r *http.Request) e
 
 func writeOAuthError(c echo.Context, status int, e oauthError) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
+	c.Response().Header().Set("Pragma", "no-cache")
 	return c.JSON(status, e)
 }
 

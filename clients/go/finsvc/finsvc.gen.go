@@ -491,6 +491,24 @@ func (e OAuthErrorError) Valid() bool {
 	}
 }
 
+// Defines values for OAuthErrorWithMessageError.
+const (
+	OAuthErrorWithMessageInvalidRequest         OAuthErrorWithMessageError = "invalid_request"
+	OAuthErrorWithMessageTemporarilyUnavailable OAuthErrorWithMessageError = "temporarily_unavailable"
+)
+
+// Valid indicates whether the value is a known member of the OAuthErrorWithMessageError enum.
+func (e OAuthErrorWithMessageError) Valid() bool {
+	switch e {
+	case OAuthErrorWithMessageInvalidRequest:
+		return true
+	case OAuthErrorWithMessageTemporarilyUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RevokeRequestTokenTypeHint.
 const (
 	AccessToken  RevokeRequestTokenTypeHint = "access_token"
@@ -1421,6 +1439,50 @@ type OAuthError struct {
 // OAuthErrorError The RFC 6749 error code.
 type OAuthErrorError string
 
+// OAuthErrorWithMessage An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthErrorWithMessage struct {
+	// Code The error's cause, for programs (the `message` is for people). Decide on it whether to retry:
+	//
+	// | code | status | retry? |
+	// |---|---|---|
+	// | `validation_failed` | 400 | No: the request breaks a rule; fix it. |
+	// | `unauthenticated` | 401 | After getting a new access token (refresh grant). |
+	// | `forbidden` | 403 | No: the user's role or the token's scopes do not allow it. |
+	// | `not_found` | 404 | No. |
+	// | `method_not_allowed` | 405 | No. |
+	// | `conflict` | 409 | No: the resource's state does not allow it. |
+	// | `duplicate` | 409 | No: it exists already (for example a user with this email). |
+	// | `fetch_conflict` | 409 | No: the fetch result is stale or differs from an accepted one; nothing was applied. |
+	// | `idempotency_in_flight` | 409 | Yes, after a short wait, with the same `Idempotency-Key`: the first request with the key is still running. |
+	// | `payload_too_large` | 413 | No. |
+	// | `unsupported_media_type` | 415 | No. |
+	// | `unprocessable` | 422 | No: values fail validation; fix them. |
+	// | `idempotency_mismatch` | 422 | No: the key was used for another request; send a new key for a new request. |
+	// | `rate_limited` | 429 | Yes, after `Retry-After` seconds. |
+	// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
+	// | `not_implemented` | 501 | No. |
+	// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+	//
+	// New codes may be added; treat an unknown code by its status.
+	Code *ErrorCode `json:"code,omitempty"`
+
+	// Error The RFC 6749 error code.
+	Error OAuthErrorWithMessageError `json:"error"`
+
+	// ErrorDescription A human-readable explanation.
+	ErrorDescription *string `json:"error_description,omitempty"`
+
+	// Errors Always empty here, as in `Error` when no field is at fault.
+	Errors map[string][]string `json:"errors"`
+
+	// Message The same explanation, as in `Error`.
+	Message string `json:"message"`
+}
+
+// OAuthErrorWithMessageError The RFC 6749 error code.
+type OAuthErrorWithMessageError string
+
 // OneTimePassword A one-time password an admin issued for a user.
 type OneTimePassword struct {
 	// ExpiresAt When the one-time password stops working if unused (72 hours after it was issued).
@@ -1435,6 +1497,25 @@ type OneTimePassword struct {
 type PageMeta struct {
 	// CurrentPage The page returned, from 1.
 	CurrentPage int `json:"current_page"`
+
+	// NextDeletedSince Only on the tombstone lists: the value to send as `deleted_since` in the next request, the `deleted_at`
+	// of the page's last tombstone (or, on an empty page, the `deleted_since` received; absent when none
+	// was sent and the page is empty). Send it back verbatim, like `next_updated_since`.
+	//
+	//
+	// Example: 2026-01-05T09:30:00.123456Z
+	NextDeletedSince *string `json:"next_deleted_since,omitempty"`
+
+	// NextUpdatedSince Only with `updated_since`: the value to send as `updated_since` in the next request of the sync, the
+	// `updated_at` of the page's last row (or, on an empty page, the `updated_since` received, which is still
+	// where to resume). Send it back verbatim: it has every digit the service keeps (microseconds), and a
+	// client that parses it into a type of coarser precision (a JavaScript `Date` keeps milliseconds) and
+	// formats it again may skip rows or see one twice. It is a string, not a `date-time`, so that generated
+	// clients do not parse it.
+	//
+	//
+	// Example: 2026-01-05T09:30:00.123456Z
+	NextUpdatedSince *string `json:"next_updated_since,omitempty"`
 
 	// PerPage The page size used.
 	PerPage int `json:"per_page"`
@@ -1962,6 +2043,14 @@ type Forbidden = Error
 // NotFound The error body of every endpoint below `/api/1.0`.
 type NotFound = Error
 
+// OAuthPayloadTooLarge An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthPayloadTooLarge = OAuthErrorWithMessage
+
+// OAuthTooManyRequests An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+// `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+type OAuthTooManyRequests = OAuthErrorWithMessage
+
 // OAuthUnavailable An RFC 6749 error response.
 type OAuthUnavailable = OAuthError
 
@@ -1996,9 +2085,10 @@ type ListActsParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2007,7 +2097,8 @@ type ListActsParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 
 	// ClientId Only acts of this client.
@@ -2129,9 +2220,10 @@ type ListClientsParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2140,7 +2232,8 @@ type ListClientsParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
@@ -2173,8 +2266,8 @@ type ListDeletedActsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-	// seen misses and repeats nothing.
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+	// `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
 	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
 }
 
@@ -2187,8 +2280,8 @@ type ListDeletedClientsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// DeletedSince Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-	// own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-	// seen misses and repeats nothing.
+	// own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+	// `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
 	DeletedSince *DeletedSince `form:"deleted_since,omitempty" json:"deleted_since,omitempty"`
 }
 
@@ -2226,9 +2319,10 @@ type ListTemplatesParams struct {
 	// Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
 	// before it, so a sync never misses a row and never sees one twice:
 	//
-	// 1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-	//    time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-	// 2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+	// 1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+	//    first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+	// 2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+	//    `meta.next_updated_since` and resume from it next time.
 	//
 	// Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
 	// to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2237,7 +2331,8 @@ type ListTemplatesParams struct {
 	// so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
 	// a response received just before you start it, less a minute for the clocks of the service's replicas, and
 	// sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-	// keep microseconds; send `updated_at` back exactly as received.
+	// keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+	// back verbatim, never a time your client has parsed and formatted again.
 	UpdatedSince *UpdatedSince `form:"updated_since,omitempty" json:"updated_since,omitempty"`
 }
 
@@ -16311,6 +16406,8 @@ type RevokeTokenResponse401Headers struct {
 
 // RevokeTokenResponse413Headers the declared response headers of an HTTP 413 response for RevokeToken
 type RevokeTokenResponse413Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -16319,6 +16416,8 @@ type RevokeTokenResponse413Headers struct {
 
 // RevokeTokenResponse429Headers the declared response headers of an HTTP 429 response for RevokeToken
 type RevokeTokenResponse429Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -16356,9 +16455,9 @@ type RevokeTokenResponse struct {
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *OAuthError
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
+	JSON413 *OAuthPayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
+	JSON429 *OAuthTooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -16390,12 +16489,12 @@ func (r RevokeTokenResponse) GetJSON401() *OAuthError {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r RevokeTokenResponse) GetJSON413() *PayloadTooLarge {
+func (r RevokeTokenResponse) GetJSON413() *OAuthPayloadTooLarge {
 	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r RevokeTokenResponse) GetJSON429() *TooManyRequests {
+func (r RevokeTokenResponse) GetJSON429() *OAuthTooManyRequests {
 	return r.JSON429
 }
 
@@ -16472,6 +16571,8 @@ type ExchangeTokenResponse401Headers struct {
 
 // ExchangeTokenResponse413Headers the declared response headers of an HTTP 413 response for ExchangeToken
 type ExchangeTokenResponse413Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -16480,6 +16581,8 @@ type ExchangeTokenResponse413Headers struct {
 
 // ExchangeTokenResponse429Headers the declared response headers of an HTTP 429 response for ExchangeToken
 type ExchangeTokenResponse429Headers struct {
+	CacheControl       *string
+	Pragma             *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -16519,9 +16622,9 @@ type ExchangeTokenResponse struct {
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *OAuthError
 	// JSON413 the response for an HTTP 413 `application/json` response
-	JSON413 *PayloadTooLarge
+	JSON413 *OAuthPayloadTooLarge
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
+	JSON429 *OAuthTooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *OAuthUnavailable
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -16558,12 +16661,12 @@ func (r ExchangeTokenResponse) GetJSON401() *OAuthError {
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
-func (r ExchangeTokenResponse) GetJSON413() *PayloadTooLarge {
+func (r ExchangeTokenResponse) GetJSON413() *OAuthPayloadTooLarge {
 	return r.JSON413
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r ExchangeTokenResponse) GetJSON429() *TooManyRequests {
+func (r ExchangeTokenResponse) GetJSON429() *OAuthTooManyRequests {
 	return r.JSON429
 }
 
@@ -36121,14 +36224,14 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest OAuthPayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest OAuthTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36288,6 +36391,20 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 413:
 		var headers RevokeTokenResponse413Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -36319,6 +36436,20 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.Headers413 = &headers
 	case rsp.StatusCode == 429:
 		var headers RevokeTokenResponse429Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -36500,14 +36631,14 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest OAuthPayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest OAuthTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36681,6 +36812,20 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 413:
 		var headers ExchangeTokenResponse413Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -36712,6 +36857,20 @@ func ParseExchangeTokenResponse(rsp *http.Response) (*ExchangeTokenResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 429:
 		var headers ExchangeTokenResponse429Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("Pragma"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Pragma", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Pragma = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

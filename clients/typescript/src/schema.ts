@@ -1024,6 +1024,26 @@ export interface components {
             /** @description A human-readable explanation. */
             error_description?: string;
         };
+        /**
+         * @description An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
+         *     `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
+         */
+        OAuthErrorWithMessage: {
+            /**
+             * @description The RFC 6749 error code.
+             * @enum {string}
+             */
+            error: "invalid_request" | "temporarily_unavailable";
+            /** @description A human-readable explanation. */
+            error_description?: string;
+            /** @description The same explanation, as in `Error`. */
+            message: string;
+            code?: components["schemas"]["ErrorCode"];
+            /** @description Always empty here, as in `Error` when no field is at fault. */
+            errors: {
+                [key: string]: string[];
+            };
+        };
         /** @description Pagination metadata of a list response. */
         PageMeta: {
             /** @description The page returned, from 1. */
@@ -1035,6 +1055,23 @@ export interface components {
              * @description Items across all pages.
              */
             total: number;
+            /**
+             * @description Only with `updated_since`: the value to send as `updated_since` in the next request of the sync, the
+             *     `updated_at` of the page's last row (or, on an empty page, the `updated_since` received, which is still
+             *     where to resume). Send it back verbatim: it has every digit the service keeps (microseconds), and a
+             *     client that parses it into a type of coarser precision (a JavaScript `Date` keeps milliseconds) and
+             *     formats it again may skip rows or see one twice. It is a string, not a `date-time`, so that generated
+             *     clients do not parse it.
+             * @example 2026-01-05T09:30:00.123456Z
+             */
+            next_updated_since?: string;
+            /**
+             * @description Only on the tombstone lists: the value to send as `deleted_since` in the next request, the `deleted_at`
+             *     of the page's last tombstone (or, on an empty page, the `deleted_since` received; absent when none
+             *     was sent and the page is empty). Send it back verbatim, like `next_updated_since`.
+             * @example 2026-01-05T09:30:00.123456Z
+             */
+            next_deleted_since?: string;
         };
         /** @description Health status. */
         Health: {
@@ -2352,6 +2389,63 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description The request body is larger than the service accepts (`FINSVC_BODY_LIMIT`, 1 MiB by default), as an RFC 6749
+         *     error (`invalid_request`). It also carries the fields of `Error`, which version 1.0.0 declared for this
+         *     status; read `error`.
+         */
+        OAuthPayloadTooLarge: {
+            headers: {
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                Pragma: components["headers"]["PragmaNoCache"];
+                request_id: components["headers"]["RequestId"];
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "invalid_request",
+                 *       "error_description": "request body too large",
+                 *       "message": "request body too large",
+                 *       "code": "payload_too_large",
+                 *       "errors": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorWithMessage"];
+            };
+        };
+        /**
+         * @description Too many requests from this client address (failed client authentications count) or for the tenant, as an
+         *     RFC 6749 error (`temporarily_unavailable`). Retry after `Retry-After` seconds. It also carries the fields
+         *     of `Error`, which version 1.0.0 declared for this status; read `error`.
+         */
+        OAuthTooManyRequests: {
+            headers: {
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                Pragma: components["headers"]["PragmaNoCache"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                request_id: components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "temporarily_unavailable",
+                 *       "error_description": "Too many requests; retry later.",
+                 *       "message": "Too many requests; retry later.",
+                 *       "code": "rate_limited",
+                 *       "errors": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthErrorWithMessage"];
+            };
+        };
         /** @description The service cannot reach its database (`temporarily_unavailable`); nothing was decided about the request. Retry after `Retry-After` seconds. */
         OAuthUnavailable: {
             headers: {
@@ -2421,9 +2515,10 @@ export interface components {
          *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
          *     before it, so a sync never misses a row and never sees one twice:
          *
-         *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-         *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-         *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+         *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+         *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+         *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+         *        `meta.next_updated_since` and resume from it next time.
          *
          *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
          *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2432,14 +2527,15 @@ export interface components {
          *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
          *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
          *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-         *     keep microseconds; send `updated_at` back exactly as received.
+         *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+         *     back verbatim, never a time your client has parsed and formatted again.
          * @example 2026-01-05T09:30:00.123456Z
          */
         UpdatedSince: string;
         /**
          * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-         *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-         *     seen misses and repeats nothing.
+         *     own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+         *     `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
          * @example 2026-01-05T09:30:00.123456Z
          */
         DeletedSince: string;
@@ -2480,9 +2576,15 @@ export interface components {
         OriginalRequest: string;
         /** @description The request's id; logged by the service, quote it when asking for support. */
         RequestId: string;
-        /** @description Seconds to wait before retrying. */
+        /** @description Seconds to wait before retrying (on a 429, until the spent budget allows one more request; it can be shorter than `RateLimit-Reset`, which waits for the whole budget). */
         RetryAfter: number;
-        /** @description The tenant's burst, the most requests it may send at once from a full budget. The budget refills continuously at the tenant's sustained rate (a token bucket), so this is not a count per fixed window. */
+        /**
+         * @description The burst of the budget the response describes, the most requests it allows at once when full: on an
+         *     authenticated answer the tenant's budget for the endpoint (`/api/1.0` and the token endpoints have one each,
+         *     `FINSVC_RATE_LIMIT_BURST`), on a 429 the budget that is spent (the tenant's, or the client address's,
+         *     `FINSVC_RATE_LIMIT_ADDRESS_BURST`, after failed authentications). The budget refills continuously at its
+         *     sustained rate (a token bucket), so this is not a count per fixed window.
+         */
         RateLimitLimit: number;
         /** @description How many more requests the budget allows right now, from 0 to `RateLimit-Limit`. */
         RateLimitRemaining: number;
@@ -2839,9 +2941,10 @@ export interface operations {
                  *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
                  *     before it, so a sync never misses a row and never sees one twice:
                  *
-                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+                 *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+                 *        `meta.next_updated_since` and resume from it next time.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
                  *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -2850,7 +2953,8 @@ export interface operations {
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
                  *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-                 *     keep microseconds; send `updated_at` back exactly as received.
+                 *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+                 *     back verbatim, never a time your client has parsed and formatted again.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
@@ -3126,9 +3230,10 @@ export interface operations {
                  *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
                  *     before it, so a sync never misses a row and never sees one twice:
                  *
-                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+                 *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+                 *        `meta.next_updated_since` and resume from it next time.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
                  *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -3137,7 +3242,8 @@ export interface operations {
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
                  *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-                 *     keep microseconds; send `updated_at` back exactly as received.
+                 *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+                 *     back verbatim, never a time your client has parsed and formatted again.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
@@ -3329,9 +3435,10 @@ export interface operations {
                  *     Within a tenant and a list, every change gets its own `updated_at`, later than every change committed
                  *     before it, so a sync never misses a row and never sees one twice:
                  *
-                 *     1. Request `page=1` with `updated_since` set to the `updated_at` of the last row you processed (the first
-                 *        time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
-                 *     2. Process `data` in order; if it is not empty, repeat step 1 from its last row's `updated_at`.
+                 *     1. Request `page=1` with `updated_since` set to the `meta.next_updated_since` of the previous response (the
+                 *        first time, a time before your data begins, such as `1970-01-01T00:00:00Z`).
+                 *     2. Process `data` in order; if it is not empty, repeat step 1. When it is empty, store
+                 *        `meta.next_updated_since` and resume from it next time.
                  *
                  *     Keep `page=1` and move `updated_since` rather than paging with `page`: a row updated while you page moves
                  *     to the end of the order, which shifts the pages after it by one row. Deleted clients and acts leave these
@@ -3340,7 +3447,8 @@ export interface operations {
                  *     so a first full copy is cheaper through the list without `updated_since`, ordered by id: note the `Date` of
                  *     a response received just before you start it, less a minute for the clocks of the service's replicas, and
                  *     sync from that time afterwards (rows changed meanwhile come twice, which an upsert by id absorbs). Times
-                 *     keep microseconds; send `updated_at` back exactly as received.
+                 *     keep microseconds and several changes can fall within one millisecond: send `meta.next_updated_since`
+                 *     back verbatim, never a time your client has parsed and formatted again.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 updated_since?: components["parameters"]["UpdatedSince"];
@@ -3924,8 +4032,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /**
                  * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-                 *     seen misses and repeats nothing.
+                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+                 *     `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 deleted_since?: components["parameters"]["DeletedSince"];
@@ -3981,8 +4089,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /**
                  * @description Only the tombstones of rows deleted strictly after this time. Deletions of one tenant's list each get their
-                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the last `deleted_at`
-                 *     seen misses and repeats nothing.
+                 *     own `deleted_at`, later than every deletion committed before it, so resuming from the response's
+                 *     `meta.next_deleted_since` (the last `deleted_at`, verbatim) misses and repeats nothing.
                  * @example 2026-01-05T09:30:00.123456Z
                  */
                 deleted_since?: components["parameters"]["DeletedSince"];
@@ -4786,8 +4894,8 @@ export interface operations {
             };
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
-            413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["TooManyRequests"];
+            413: components["responses"]["OAuthPayloadTooLarge"];
+            429: components["responses"]["OAuthTooManyRequests"];
             503: components["responses"]["OAuthUnavailable"];
             default: components["responses"]["OAuthError"];
         };
@@ -4819,8 +4927,8 @@ export interface operations {
             };
             400: components["responses"]["OAuthError"];
             401: components["responses"]["OAuthError"];
-            413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["TooManyRequests"];
+            413: components["responses"]["OAuthPayloadTooLarge"];
+            429: components["responses"]["OAuthTooManyRequests"];
             503: components["responses"]["OAuthUnavailable"];
             default: components["responses"]["OAuthError"];
         };
