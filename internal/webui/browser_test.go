@@ -68,14 +68,24 @@ func TestBrowserWebhooks(t *testing.T) {
 	b.Shoot("webhook")
 
 	b.Submit("#deliveries .redeliver")
-	if !strings.Contains(b.Text("#notice"), ds[0].Id.String()) {
-		t.Fatalf("after redeliver: %q", b.Text("#notice"))
+	if !strings.Contains(b.Text("#notice"), ds[0].Id.String()) || b.Text("#delivery-id") != ds[0].Id.String() {
+		t.Fatalf("after redeliver: %q on %s", b.Text("#notice"), b.Path())
 	}
 	if ds := acme.deliveries(t, wh.Id); len(ds) != 1 || ds[0].Status != models.DeliveryPending || ds[0].Attempts != 0 {
 		t.Fatalf("after redeliver, API deliveries %+v", ds)
 	}
+	if b.Text("#event-id") != ds[0].EventId.String() || !strings.Contains(b.Text("#payload"), "A test event from finsvc") {
+		t.Fatalf("delivery page: event %q, payload %q", b.Text("#event-id"), b.Text("#payload"))
+	}
+	b.Shoot("delivery")
+	b.Open(base + detail)
 
 	b.Submit("#rotate")
+	if !strings.Contains(b.Text("#confirm"), "24 hours") {
+		t.Fatalf("rotate asks: %q", b.Text("#confirm"))
+	}
+	b.Shoot("confirm-rotate")
+	b.Submit("#confirm-yes")
 	secret := b.Text("#secret")
 	if secret == "" || secret == wh.Secret {
 		t.Fatalf("rotated secret %q (was %q)", secret, wh.Secret)
@@ -91,6 +101,7 @@ func TestBrowserWebhooks(t *testing.T) {
 	}
 
 	b.Submit("#disable")
+	b.Submit("#confirm-yes")
 	if !strings.Contains(b.Text("#state"), "disabled") || b.Count("#enable") != 1 {
 		t.Fatalf("after disable: %q", b.Text("#state"))
 	}
@@ -106,6 +117,12 @@ func TestBrowserWebhooks(t *testing.T) {
 	}
 
 	b.Submit("#delete")
+	if !strings.Contains(b.Text("#confirm"), "No deliveries are pending") || b.Path() != detail+"/delete" {
+		t.Fatalf("delete asks: %q", b.Text("#confirm"))
+	}
+	acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusOK)
+	b.Shoot("confirm-delete")
+	b.Submit("#confirm-yes")
 	if b.Path() != "/console/webhooks" || b.Count("#webhooks tbody tr") != 1 {
 		t.Fatalf("after delete: %s, %d rows", b.Path(), b.Count("#webhooks tbody tr"))
 	}
@@ -182,9 +199,19 @@ func TestBrowserActsAndUsers(t *testing.T) {
 		t.Fatalf("role after change: %s", got.Role)
 	}
 	b.Submit(row + " .deactivate")
+	if !strings.Contains(b.Text("#confirm"), "new.person@acme.example.com can no longer sign in") {
+		t.Fatalf("deactivate asks: %q", b.Text("#confirm"))
+	}
+	b.Submit("#confirm-yes")
 	if got := acme.user(t, created.Id); got.DeactivatedAt == nil {
 		t.Fatal("not deactivated")
 	}
+	b.Submit(row + " .reactivate")
+	if got := acme.user(t, created.Id); got.DeactivatedAt != nil || !strings.Contains(b.Text("#notice"), "active again") {
+		t.Fatalf("not reactivated: %q", b.Text("#notice"))
+	}
+	b.Submit(row + " .deactivate")
+	b.Submit("#confirm-yes")
 	// The original admin is the last active one again: demoting is refused.
 	mine := fmt.Sprintf(`#users tr[data-id="%d"]`, acme.admin.id)
 	b.Do("choose viewer", chromedp.SetValue(chromedp.CSS(mine+" select"), "viewer"))

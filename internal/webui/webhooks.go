@@ -1,6 +1,8 @@
 package webui
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -155,6 +157,119 @@ func (cs *Console) deleteWebhook(r *req) error {
 	return cs.done(r, "/console/webhooks", flash{Notice: fmt.Sprintf("Webhook %d was deleted.", id)})
 }
 
+// delivery is one delivery: its event, payload and every attempt.
+func (cs *Console) delivery(r *req) error {
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return err
+	}
+	did, err := uuid.Parse(r.Param("delivery"))
+	if err != nil {
+		return apperr.E(apperr.NotFound, "no such delivery")
+	}
+	d, err := cs.d.Webhooks.DeliveryDetail(r.Request().Context(), r.p, id, did)
+	if err != nil {
+		return err
+	}
+	p := &deliveryPage{WebhookID: id, D: d, CanWrite: r.permit("redeliverWebhookDelivery"), Payload: indent(d.Payload)}
+	return cs.show(r, "delivery", &view{Layout: web.Layout{Title: "Delivery " + d.ID, Nav: "webhooks"}, Page: p})
+}
+
+type deliveryPage struct {
+	WebhookID int64
+	D         *registry.DeliveryDetail
+	Payload   string
+	CanWrite  bool
+}
+
+func deliveryPath(webhookID int64, id string) string {
+	return fmt.Sprintf("/console/webhooks/%d/deliveries/%s", webhookID, id)
+}
+
+// indent pretty-prints a stored JSON payload (as stored when it is not JSON).
+func indent(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return b.String()
+}
+
+// askDelete names what deleting a registration takes with it.
+func (cs *Console) askDelete(r *req) (*confirmation, error) {
+	w, pending, err := cs.askWebhook(r, "deleteWebhook")
+	if err != nil {
+		return nil, err
+	}
+	return &confirmation{
+		Title: fmt.Sprintf("Delete webhook %d?", w.ID), Button: "Delete the webhook", Danger: true, Cancel: webhookPath(w.ID),
+		Effects: []string{
+			fmt.Sprintf("%s will no longer receive %s events.", w.Target, w.Event),
+			pendingEffect(pending),
+			"Its delivery log and every recorded attempt are deleted; this cannot be undone.",
+		},
+	}, nil
+}
+
+// askDisable names what disabling a registration cancels.
+func (cs *Console) askDisable(r *req) (*confirmation, error) {
+	w, pending, err := cs.askWebhook(r, "updateWebhook")
+	if err != nil {
+		return nil, err
+	}
+	return &confirmation{
+		Title: fmt.Sprintf("Disable webhook %d?", w.ID), Button: "Disable the webhook", Danger: true, Cancel: webhookPath(w.ID),
+		Effects: []string{
+			fmt.Sprintf("%s will receive no %s events until it is enabled again; events meanwhile are not sent later.", w.Target, w.Event),
+			pendingEffect(pending),
+		},
+	}, nil
+}
+
+// askRotate says what rotating the secret means for the receiver.
+func (cs *Console) askRotate(r *req) (*confirmation, error) {
+	w, _, err := cs.askWebhook(r, "rotateWebhookSecret")
+	if err != nil {
+		return nil, err
+	}
+	return &confirmation{
+		Title: fmt.Sprintf("Rotate the signing secret of webhook %d?", w.ID), Button: "Rotate the secret", Cancel: webhookPath(w.ID),
+		Effects: []string{
+			"A new secret is made and shown once on the next page.",
+			fmt.Sprintf("For %d hours every delivery carries signatures by both secrets; after that only the new one signs, so the receiver must have it by then.", int(registry.RotationOverlap.Hours())),
+		},
+	}, nil
+}
+
+func pendingEffect(n int64) string {
+	switch n {
+	case 0:
+		return "No deliveries are pending."
+	case 1:
+		return "1 pending delivery will be cancelled."
+	}
+	return fmt.Sprintf("%d pending deliveries will be cancelled.", n)
+}
+
+// askWebhook is the registration a confirmation is about, once the user
+// may do operationID to it, and its pending deliveries.
+func (cs *Console) askWebhook(r *req, operationID string) (*registry.Webhook, int64, error) {
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := cs.permitOr403(r, operationID); err != nil {
+		return nil, 0, err
+	}
+	ctx := r.Request().Context()
+	w, err := cs.d.Webhooks.Get(ctx, r.p, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := cs.d.Webhooks.PendingDeliveries(ctx, r.p, id)
+	return w, n, err
+}
+
 func (cs *Console) redeliver(r *req) error {
 	id, err := idParam(r.Context, "id")
 	if err != nil {
@@ -170,7 +285,7 @@ func (cs *Console) redeliver(r *req) error {
 	if _, err := cs.d.Webhooks.Redeliver(r.Request().Context(), r.p, id, did); err != nil {
 		return cs.refused(r, err)
 	}
-	return cs.done(r, webhookPath(id), flash{Notice: "Delivery " + did.String() + " was queued again."})
+	return cs.done(r, deliveryPath(id, did.String()), flash{Notice: "Delivery " + did.String() + " was queued again; its earlier attempts stay listed."})
 }
 
 // permitOr403 is the policy's role rule for the operation; the registry

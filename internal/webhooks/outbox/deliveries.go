@@ -345,3 +345,19 @@ func LiveCount(ctx context.Context, q *gorm.DB, tenantID, webhookID int64) (int6
 	}
 	return n, nil
 }
+
+// Excerpt is the response excerpt, "" when none came.
+func (a RecordedAttempt) Excerpt() string {
+	if a.ResponseExcerpt == nil {
+		return ""
+	}
+	return *a.ResponseExcerpt
+}
+
+// ErrorText is the attempt's error, "" when it succeeded.
+func (a RecordedAttempt) ErrorText() string {
+	if a.Error == nil {
+		return ""
+	}
+	return *a.Error
+}
