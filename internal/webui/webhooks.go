@@ -21,14 +21,18 @@ type webhookRow struct {
 }
 
 type webhooksPage struct {
-	Rows     []webhookRow
-	Pager    pager
-	CanWrite bool
-	Own      bool // the list holds only the caller's registrations (members)
+	Rows      []webhookRow
+	Pager     pager
+	CanWrite  bool
+	CanCreate bool
+	Own       bool // the list holds only the caller's registrations (members)
 }
 
 type webhookPage struct {
-	W          webhookRow
+	W webhookRow
+	// The target form as sent, and its field's refusal.
+	Target     string
+	Errors     fieldErrors
 	Deliveries []registry.Delivery
 	Pager      pager
 	CanWrite   bool
@@ -50,7 +54,7 @@ func (cs *Console) webhooks(r *req) error {
 	if err != nil {
 		return err
 	}
-	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit("updateWebhook"), Own: registry.OwnOnly(r.p)}
+	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit("updateWebhook"), CanCreate: r.permit("createWebhook"), Own: registry.OwnOnly(r.p)}
 	for _, w := range ws {
 		p.Rows = append(p.Rows, row(w))
 	}
@@ -63,6 +67,12 @@ func (cs *Console) webhook(r *req) error {
 }
 
 func (cs *Console) webhookView(r *req, msg string) error {
+	return cs.webhookForm(r, msg, "", nil)
+}
+
+// webhookForm is the registration's page with a refusal: msg in the banner,
+// and the target form as sent with its field's sentence.
+func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error {
 	id, err := idParam(r.Context, "id")
 	if err != nil {
 		return err
@@ -77,7 +87,10 @@ func (cs *Console) webhookView(r *req, msg string) error {
 	if err != nil {
 		return err
 	}
-	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total),
+	if target == "" {
+		target = w.Target
+	}
+	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total), Target: target, Errors: fe,
 		CanWrite: r.permit("updateWebhook"), CanDelete: r.permit("deleteWebhook"), Now: time.Now()}
 	return cs.show(r, "webhook", &view{Layout: web.Layout{Title: fmt.Sprintf("Webhook %d", id), Nav: "webhooks", Message: msg}, Page: p})
 }
@@ -237,6 +250,7 @@ func (cs *Console) askRotate(r *req) (*confirmation, error) {
 		Effects: []string{
 			"A new secret is made and shown once on the next page.",
 			fmt.Sprintf("For %d hours every delivery carries signatures by both secrets; after that only the new one signs, so the receiver must have it by then.", int(registry.RotationOverlap.Hours())),
+			"The overlap of a webhook's secrets cannot be chosen: it is always the same.",
 		},
 	}, nil
 }

@@ -59,13 +59,15 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Policy is the operation policy the pages ask, the API's.
 	Policy *auth.Policy
+	// EventTypes describe the event kinds on the create form (optional).
+	EventTypes []EventType
 }
 
 // operations are the API operations whose rule the pages ask for: New
 // fails when the policy lacks one.
 var operations = []string{
 	"getFetchRequest", "listUsers", "createUser", "updateUser", "deleteUser",
-	"updateWebhook", "deleteWebhook", "testWebhook", "rotateWebhookSecret", "redeliverWebhookDelivery",
+	"createWebhook", "updateWebhook", "deleteWebhook", "testWebhook", "rotateWebhookSecret", "redeliverWebhookDelivery",
 }
 
 // Console serves the console pages.
@@ -98,7 +100,10 @@ func (cs *Console) Routes(e *echo.Echo) {
 	h := cs.handle
 	e.GET("/console", func(c echo.Context) error { return c.Redirect(http.StatusFound, web.Home) })
 	e.GET("/console/webhooks", h(cs.webhooks))
+	e.GET("/console/webhooks/new", h(cs.newWebhook))
+	e.POST("/console/webhooks", h(cs.post(cs.createWebhook)))
 	e.GET("/console/webhooks/:id", h(cs.webhook))
+	e.POST("/console/webhooks/:id/target", h(cs.post(cs.changeTarget)))
 	e.POST("/console/webhooks/:id/test", h(cs.post(cs.testWebhook)))
 	e.POST("/console/webhooks/:id/rotate", h(cs.confirmed(cs.askRotate, cs.rotateWebhook)))
 	e.POST("/console/webhooks/:id/disable", h(cs.confirmed(cs.askDisable, cs.setActive(false))))
