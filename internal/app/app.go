@@ -29,8 +29,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
