@@ -188,3 +188,65 @@ func TestDeliveryPageKeepsEveryAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayFailed: "replay every failed delivery of the last 24 hours"
+// queues again the failed deliveries of that window only (not an older
+// failure, not a success), keeping their attempts; a viewer may not.
+func TestReplayFailed(t *testing.T) {
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := newEnv(t, apitest.WithDB(testdb.Open(t, dialect)))
+			acme := newOrg(t, env, "acme")
+			wh := acme.webhook(t, acme.admin, "https://127.0.0.1:9/hook")
+			path := fmt.Sprintf("/console/webhooks/%d", wh.Id)
+			admin := acme.client(t)
+			admin.login(acme.admin)
+			for range 3 {
+				if r := admin.post(path, path+"/test"); r.code != http.StatusSeeOther {
+					t.Fatalf("test: %d", r.code)
+				}
+			}
+			now := time.Now().UTC().Add(time.Second)
+			cs, err := outbox.Claim(context.Background(), env.DB, outbox.ClaimRequest{Owner: "t", N: 3, EndpointCap: 3, Now: now, LeaseUntil: now.Add(time.Minute)})
+			if err != nil || len(cs) != 3 {
+				t.Fatalf("claim: %d, %v", len(cs), err)
+			}
+			status := map[string]outbox.Status{cs[0].ID: outbox.Failed, cs[1].ID: outbox.Failed, cs[2].ID: outbox.Succeeded}
+			for _, c := range cs {
+				u := outbox.Update{Status: status[c.ID], Attempt: &outbox.Attempt{Number: 1, At: now, StatusCode: 500}}
+				if status[c.ID] == outbox.Succeeded {
+					u.Attempt.StatusCode = 200
+				}
+				if held, err := outbox.Finish(context.Background(), env.DB, c, "t", u, now, nil); err != nil || !held {
+					t.Fatalf("finish: %v %v", held, err)
+				}
+			}
+			// The first failure is two days old.
+			if err := env.DB.Table("delivery_history").Where("id = ?", cs[0].ID).Update("created_at", now.Add(-48*time.Hour)).Error; err != nil {
+				t.Fatal(err)
+			}
+			viewer := acme.client(t)
+			viewer.login(acme.viewer)
+			if r := viewer.do("POST", path+"/replay", url.Values{"csrf_token": {csrf(t, viewer.do("GET", path, nil).body)}, "since": {"24h"}}); r.code != http.StatusForbidden {
+				t.Fatalf("viewer replay: %d", r.code)
+			}
+			tok := csrf(t, admin.do("GET", path, nil).body)
+			if r := admin.do("POST", path+"/replay", url.Values{"csrf_token": {tok}, "since": {"forever"}}); r.code != http.StatusBadRequest {
+				t.Fatalf("bad window: %d", r.code)
+			}
+			if r := admin.do("POST", path+"/replay", url.Values{"csrf_token": {tok}, "since": {"24h"}}); r.code != http.StatusSeeOther {
+				t.Fatalf("replay: %d", r.code)
+			}
+			if got := admin.do("GET", path, nil).body; !strings.Contains(got, "1 failed delivery of the last 24 hours was queued again.") {
+				t.Error("no notice of the replay")
+			}
+			got := map[string]string{}
+			for _, d := range acme.deliveries(t, wh.Id) {
+				got[d.Id.String()] = string(d.Status)
+			}
+			if got[cs[0].ID] != "failed" || got[cs[1].ID] != "pending" || got[cs[2].ID] != "succeeded" {
+				t.Fatalf("after the replay: %v", got)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/web"
@@ -127,4 +128,48 @@ func (cs *Console) changeTarget(r *req) error {
 		return err
 	}
 	return cs.done(r, webhookPath(id), flash{Notice: "Deliveries now go to " + w.Target + "."})
+}
+
+// replayWindows are the "replay all failed since …" choices.
+var replayWindows = []struct {
+	Value, Label string
+	D            time.Duration
+}{
+	{"1h", "the last hour", time.Hour},
+	{"24h", "the last 24 hours", 24 * time.Hour},
+	{"168h", "the last 7 days", 7 * 24 * time.Hour},
+}
+
+// replayFailed queues again the registration's failed deliveries of the
+// chosen window.
+func (cs *Console) replayFailed(r *req) error {
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return err
+	}
+	if err := cs.permitOr403(r, "redeliverWebhookDelivery"); err != nil {
+		return err
+	}
+	var window time.Duration
+	label := ""
+	for _, w := range replayWindows {
+		if w.Value == r.FormValue("since") {
+			window, label = w.D, w.Label
+		}
+	}
+	if window == 0 {
+		return cs.webhookView(r, "Choose how far back to replay.")
+	}
+	n, err := cs.d.Webhooks.ReplayFailed(r.Request().Context(), r.p, id, time.Now().Add(-window))
+	if err != nil {
+		return cs.refused(r, err)
+	}
+	msg := fmt.Sprintf("%d failed deliveries of %s were queued again.", n, label)
+	switch n {
+	case 0:
+		msg = "No delivery failed in " + label + "; nothing was queued."
+	case 1:
+		msg = "1 failed delivery of " + label + " was queued again."
+	}
+	return cs.done(r, webhookPath(id), flash{Notice: msg})
 }

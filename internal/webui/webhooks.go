@@ -38,7 +38,10 @@ type webhookPage struct {
 	CanWrite   bool
 	CanDelete  bool
 	Now        time.Time
+	Replay     []replayChoice
 }
+
+type replayChoice struct{ Value, Label string }
 
 func row(w registry.Webhook) webhookRow {
 	return webhookRow{Webhook: w, Health: w.HealthState(time.Now())}
@@ -90,7 +93,11 @@ func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error
 	if target == "" {
 		target = w.Target
 	}
-	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total), Target: target, Errors: fe,
+	var choices []replayChoice
+	for _, c := range replayWindows {
+		choices = append(choices, replayChoice{c.Value, c.Label})
+	}
+	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total), Target: target, Errors: fe, Replay: choices,
 		CanWrite: r.permit("updateWebhook"), CanDelete: r.permit("deleteWebhook"), Now: time.Now()}
 	return cs.show(r, "webhook", &view{Layout: web.Layout{Title: fmt.Sprintf("Webhook %d", id), Nav: "webhooks", Message: msg}, Page: p})
 }

@@ -104,6 +104,7 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/webhooks", h(cs.post(cs.createWebhook)))
 	e.GET("/console/webhooks/:id", h(cs.webhook))
 	e.POST("/console/webhooks/:id/target", h(cs.post(cs.changeTarget)))
+	e.POST("/console/webhooks/:id/replay", h(cs.post(cs.replayFailed)))
 	e.POST("/console/webhooks/:id/test", h(cs.post(cs.testWebhook)))
 	e.POST("/console/webhooks/:id/rotate", h(cs.confirmed(cs.askRotate, cs.rotateWebhook)))
 	e.POST("/console/webhooks/:id/disable", h(cs.confirmed(cs.askDisable, cs.setActive(false))))

@@ -613,3 +613,48 @@ func (s *Store) PendingDeliveries(ctx context.Context, p *auth.Principal, webhoo
 	}
 	return outbox.LiveCount(ctx, s.db.DB, tenant.ID(ctx), webhookID)
 }
+
+// ReplayLimit is the most failed deliveries one ReplayFailed queues again.
+const ReplayLimit = 1000
+
+// ReplayFailed queues again every failed delivery of the registration
+// created since since (at most ReplayLimit, oldest first), as Redeliver
+// does one, and returns how many. Same rules as Redeliver: the caller may
+// change the registration, and it must be active.
+func (s *Store) ReplayFailed(ctx context.Context, p *auth.Principal, webhookID int64, since time.Time) (n int, err error) {
+	defer apperr.Wrap(&err, "registry.ReplayFailed(%d)", webhookID)
+	if err := s.mayChange(p, "redeliverWebhookDelivery"); err != nil {
+		return 0, err
+	}
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		w, err := s.get(ctx, s.db.ForUpdate(tx), p, webhookID)
+		if err != nil {
+			return err
+		}
+		if !w.Active {
+			return apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before replaying.")
+		}
+		var ids []string
+		err = tenant.Scope(ctx, tx.Table("delivery_history")).
+			Where("webhook_id = ? AND status = ? AND created_at >= ?", webhookID, string(outbox.Failed), since.UTC()).
+			Order("created_at").Limit(ReplayLimit).Pluck("id", &ids).Error
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := outbox.Requeue(tx, tenant.ID(ctx), webhookID, id, now); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 && s.notifier != nil {
+		s.notifier.Notify()
+	}
+	return n, nil
+}
