@@ -538,11 +538,13 @@ func (s *Service) handleRevokeApp(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	id, ok := appID(c)
+	if !ok {
+		// No app has such an id: nothing to revoke, nothing to ask.
+		return c.Redirect(http.StatusSeeOther, "/account/apps")
+	}
 	name := id
-	if ok {
-		if app, err := s.store.Client(ctx, id); err == nil {
-			name = app.Name
-		}
+	if app, err := s.store.Client(ctx, id); err == nil {
+		name = app.Name
 	}
 	act, err := s.askFirst(c, u, "account", func() (*confirmPage, error) {
 		return &confirmPage{
@@ -556,10 +558,8 @@ func (s *Service) handleRevokeApp(c echo.Context) error {
 	if !act || err != nil {
 		return err
 	}
-	if ok {
-		if err := s.store.RevokeUserApp(ctx, u.ID, id); err != nil {
-			return err
-		}
+	if err := s.store.RevokeUserApp(ctx, u.ID, id); err != nil {
+		return err
 	}
 	if err := s.SetFlash(c, u.ID, "/account/apps", &notice{Notice: name + " no longer has access to your account."}); err != nil {
 		return err
