@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -327,8 +328,12 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	a.services = services
 	// The console calls the same stores as the API, with the sign-in
 	// pages' sessions.
+	eventTypes, err := consoleEventTypes()
+	if err != nil {
+		return nil, err
+	}
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Logger: a.log, Policy: policy})
+		Users: services.Users, Logger: a.log, Policy: policy, EventTypes: eventTypes})
 	if err != nil {
 		return nil, err
 	}
@@ -510,4 +515,27 @@ func (a *App) Close() error {
 		a.closeErr = errors.Join(errs...)
 	})
 	return a.closeErr
+}
+
+// consoleEventTypes are the event kinds with the first sentence of their
+// description, read from the spec's callbacks, for the console's create
+// form.
+func consoleEventTypes() ([]webui.EventType, error) {
+	spec, err := openapi.Load()
+	if err != nil {
+		return nil, err
+	}
+	events, err := openapi.Events(spec)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]webui.EventType, 0, len(events))
+	for _, e := range events {
+		d := strings.Join(strings.Fields(e.Operation.Description), " ")
+		if i := strings.Index(d, ". "); i >= 0 {
+			d = d[:i+1]
+		}
+		out = append(out, webui.EventType{Name: e.Kind, Description: d})
+	}
+	return out, nil
 }

@@ -114,6 +114,9 @@ type page struct {
 	Authorized []store.AuthorizedApp
 	// password
 	Password *passwordPage
+	// a destructive action's question (askFirst), and what the last one did
+	Confirm *confirmPage
+	Notice  string
 }
 
 type param struct{ Name, Value string }
@@ -125,6 +128,8 @@ type createdApp struct {
 	Name, ClientID, Secret string
 	Rotated                bool
 	PreviousUntil          *time.Time
+	// Notice, alone, says what a deletion did.
+	Notice string
 }
 
 // overlapChoice is an option of the rotation form's window.
@@ -347,7 +352,7 @@ func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string
 	if err != nil {
 		return err
 	}
-	return s.render(c, status, "apps", &page{
+	p := &page{
 		Layout:    web.Layout{Title: "Developer apps", Nav: "developer", User: u, Message: msg},
 		Apps:      apps,
 		AllScopes: describeScopes(auth.AllScopes),
@@ -355,7 +360,12 @@ func (s *Service) appsPage(c echo.Context, u *users.User, status int, msg string
 		Overlaps:  overlapChoices,
 		Now:       s.now(),
 		CSRF:      s.csrfToken(ctx, s.csrfSeed(c), "developer", ""),
-	})
+	}
+	if created != nil && created.Secret == "" {
+		// A deletion's flash: its notice alone.
+		p.Created, p.Notice = nil, created.Notice
+	}
+	return s.render(c, status, "apps", p)
 }
 
 func (s *Service) handleApps(c echo.Context) error {
@@ -466,19 +476,41 @@ func (s *Service) handleEndOverlap(c echo.Context) error {
 }
 
 func (s *Service) handleDeleteApp(c echo.Context) error {
-	_, ok, err := s.requireAdmin(c)
+	u, ok, err := s.requireAdmin(c)
 	if !ok || err != nil {
 		return err
 	}
-	if !s.checkCSRF(c, "developer", "") {
-		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
-	}
-	if id, ok := appID(c); ok {
-		if err := DeleteApp(c.Request().Context(), s.db, id); err != nil && !apperr.Is(err, apperr.NotFound) {
-			return err
+	ctx := c.Request().Context()
+	id, ok := appID(c)
+	var app *store.Client
+	if ok {
+		if app, err = s.store.Client(ctx, id); err != nil {
+			app = nil
 		}
 	}
-	return c.Redirect(http.StatusSeeOther, "/developer/my-apps")
+	if app == nil {
+		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
+	}
+	act, err := s.askFirst(c, u, "developer", func() (*confirmPage, error) {
+		return &confirmPage{
+			Title: "Delete the app " + app.Name + "?", Button: "Delete " + app.Name, Cancel: appsPath,
+			Effects: []string{
+				"Its client id " + app.ID + " and its secrets stop working now.",
+				"Every access and refresh token it holds, for every user, is revoked; the users' authorizations of it are removed.",
+				"This cannot be undone: to use the app again, register it anew and deploy the new client id and secret.",
+			},
+		}, nil
+	})
+	if !act || err != nil {
+		return err
+	}
+	if err := DeleteApp(ctx, s.db, id); err != nil && !apperr.Is(err, apperr.NotFound) {
+		return err
+	}
+	if err := s.SetFlash(c, u.ID, appsPath, &createdApp{Notice: "The app " + app.Name + " was deleted; its tokens no longer work."}); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, appsPath)
 }
 
 func (s *Service) handleAccount(c echo.Context) error {
@@ -491,8 +523,11 @@ func (s *Service) handleAccount(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	var f notice
+	s.TakeFlash(c, u.ID, "/account/apps", &f)
 	return s.render(c, http.StatusOK, "account", &page{
 		Layout:     web.Layout{Title: "Authorized apps", Nav: "account", User: u},
+		Notice:     f.Notice,
 		Authorized: apps,
 		CSRF:       s.csrfToken(ctx, s.csrfSeed(c), "account", ""),
 	})
@@ -503,13 +538,33 @@ func (s *Service) handleRevokeApp(c echo.Context) error {
 	if u == nil || err != nil {
 		return err
 	}
-	if !s.checkCSRF(c, "account", "") {
-		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	ctx := c.Request().Context()
+	id, ok := appID(c)
+	if !ok {
+		// No app has such an id: nothing to revoke, nothing to ask.
+		return c.Redirect(http.StatusSeeOther, "/account/apps")
 	}
-	if id, ok := appID(c); ok {
-		if err := s.store.RevokeUserApp(c.Request().Context(), u.ID, id); err != nil {
-			return err
-		}
+	name := id
+	if app, err := s.store.Client(ctx, id); err == nil {
+		name = app.Name
+	}
+	act, err := s.askFirst(c, u, "account", func() (*confirmPage, error) {
+		return &confirmPage{
+			Title: "Revoke the access of " + name + "?", Button: "Revoke access", Cancel: "/account/apps",
+			Effects: []string{
+				name + " can no longer act on your behalf: its access and refresh tokens for you are revoked now.",
+				"It can ask for access again; you would see the consent page.",
+			},
+		}, nil
+	})
+	if !act || err != nil {
+		return err
+	}
+	if err := s.store.RevokeUserApp(ctx, u.ID, id); err != nil {
+		return err
+	}
+	if err := s.SetFlash(c, u.ID, "/account/apps", &notice{Notice: name + " no longer has access to your account."}); err != nil {
+		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/account/apps")
 }

@@ -111,9 +111,21 @@ func TestDeveloperApps(t *testing.T) {
 		if st, _ := app.me(t, access); r.Code != 200 || st != 200 {
 			t.Fatalf("token before delete: %d, /me %d", r.Code, st)
 		}
+		// The page's form asks first, naming what will happen; only the
+		// confirmation's form deletes.
 		p = do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+id+"/delete", url.Values{"csrf_token": {csrf}})
+		if p.Code != http.StatusOK || !strings.Contains(html.UnescapeString(p.Body), "Its client id "+id+" and its secrets stop working") {
+			t.Fatalf("delete asks: %d %s", p.Code, p.Body)
+		}
+		if st, _ := app.me(t, access); st != 200 {
+			t.Fatal("asking deleted the app")
+		}
+		p = do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+id+"/delete", url.Values{"csrf_token": {csrfOf(t, p.Body)}})
 		if p.Code != http.StatusSeeOther {
 			t.Fatalf("delete: %d", p.Code)
+		}
+		if p := do(t, c, "GET", o.Server.URL+p.Location, nil); !strings.Contains(p.Body, "was deleted; its tokens no longer work") {
+			t.Error("no notice after the deletion")
 		}
 		if st, _ := app.me(t, access); st != 401 {
 			t.Fatalf("token of a deleted app: %d", st)
@@ -148,8 +160,22 @@ func TestAccountApps(t *testing.T) {
 			t.Fatal("token died without a revoke")
 		}
 		p = do(t, c, "POST", o.Server.URL+"/account/apps/"+o.clientID+"/revoke", url.Values{"csrf_token": {csrf}})
+		if p.Code != http.StatusOK || !strings.Contains(p.Body, "Test App can no longer act on your behalf") {
+			t.Fatalf("revoke asks: %d %s", p.Code, p.Body)
+		}
+		if st, _ := o.me(t, access); st != 200 {
+			t.Fatal("asking revoked the token")
+		}
+		// The list's token again only asks again.
+		if again := do(t, c, "POST", o.Server.URL+"/account/apps/"+o.clientID+"/revoke", url.Values{"csrf_token": {csrf}}); again.Code != http.StatusOK {
+			t.Fatalf("revoke asks again: %d", again.Code)
+		}
+		p = do(t, c, "POST", o.Server.URL+"/account/apps/"+o.clientID+"/revoke", url.Values{"csrf_token": {csrfOf(t, p.Body)}})
 		if p.Code != http.StatusSeeOther {
 			t.Fatalf("revoke: %d", p.Code)
+		}
+		if p := do(t, c, "GET", o.Server.URL+"/account/apps", nil); !strings.Contains(p.Body, "Test App no longer has access to your account.") {
+			t.Error("no notice after the revocation")
 		}
 		if st, _ := o.me(t, access); st != 401 {
 			t.Fatalf("access token after revoking the app: %d", st)

@@ -60,7 +60,7 @@ func TestTextInputForms(t *testing.T) {
 				if res := do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+esc+"/rotate", url.Values{"csrf_token": {csrf}}); res.Code != http.StatusNotFound {
 					t.Fatalf("rotate: %d", res.Code)
 				}
-				if res := do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+esc+"/delete", url.Values{"csrf_token": {csrf}}); res.Code != http.StatusSeeOther {
+				if res := do(t, c, "POST", o.Server.URL+"/developer/my-apps/"+esc+"/delete", url.Values{"csrf_token": {csrf}}); res.Code != http.StatusNotFound {
 					t.Fatalf("delete: %d", res.Code)
 				}
 				p = do(t, c, "GET", o.Server.URL+"/account/apps", nil)

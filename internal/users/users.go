@@ -243,6 +243,21 @@ func (s *Store) Deactivate(ctx context.Context, id int64) (err error) {
 	return s.revoker.RevokeUser(ctx, id)
 }
 
+// Reactivate undoes Deactivate: user id may sign in again with their
+// password, and their webhook registrations receive events again. What
+// Deactivate revoked (sessions, apps' tokens) stays revoked. Reactivating
+// an active user changes nothing.
+func (s *Store) Reactivate(ctx context.Context, id int64) (_ *User, err error) {
+	defer apperr.Wrap(&err, "users.Reactivate(%d)", id)
+	now := s.now.Now()
+	err = tenant.Scope(ctx, s.db.WithContext(ctx)).Model(&User{}).Where("id = ? AND deactivated_at IS NOT NULL", id).
+		Updates(map[string]any{"deactivated_at": nil, "updated_at": now}).Error
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
 // lockAdmins locks the tenant's active admins and user id, in id order
 // (so that two admins demoting each other wait for one another instead of
 // deadlocking), and returns user id. PostgreSQL re-reads a row it waited

@@ -137,3 +137,24 @@ func (c *client) post(from, action string) resp {
 	page := c.do("GET", from, nil)
 	return c.do("POST", action, url.Values{"csrf_token": {csrf(c.t, page.body)}})
 }
+
+var confirmRE = regexp.MustCompile(`(?s)<form method="post" action="([^"]+)" id="confirm-form">\s*<input type="hidden" name="csrf_token" value="([^"]+)">`)
+
+// ask posts a destructive action's form from the page at from and returns
+// the confirmation page; it fails unless one came.
+func (c *client) ask(from, action string) (page resp, confirmToken string) {
+	c.t.Helper()
+	page = c.post(from, action)
+	m := confirmRE.FindStringSubmatch(page.body)
+	if page.code != http.StatusOK || m == nil || html.UnescapeString(m[1]) != action {
+		c.t.Fatalf("POST %s: %d, no confirmation: %s", action, page.code, page.body)
+	}
+	return page, html.UnescapeString(m[2])
+}
+
+// confirm posts a destructive action and then its confirmation page's form.
+func (c *client) confirm(from, action string) resp {
+	c.t.Helper()
+	_, tok := c.ask(from, action)
+	return c.do("POST", action, url.Values{"csrf_token": {tok}})
+}

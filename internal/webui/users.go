@@ -94,6 +94,45 @@ func (cs *Console) deactivateUser(r *req) error {
 	return cs.done(r, "/console/users", flash{Notice: fmt.Sprintf("User %d was deactivated; their sessions and tokens are revoked.", id)})
 }
 
+// askDeactivate names what deactivating a user does.
+func (cs *Console) askDeactivate(r *req) (*confirmation, error) {
+	if err := cs.permitOr403(r, "deleteUser"); err != nil {
+		return nil, err
+	}
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return nil, err
+	}
+	u, err := cs.d.Users.Get(r.Request().Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	return &confirmation{
+		Title: fmt.Sprintf("Deactivate %s?", u.Email), Button: "Deactivate " + u.Email, Danger: true, Cancel: "/console/users",
+		Effects: []string{
+			u.Email + " can no longer sign in; their sessions and every app's access tokens are revoked now.",
+			"Webhook registrations they created stop receiving events.",
+			"You can reactivate them later from this page; apps will need to be authorized again.",
+		},
+	}, nil
+}
+
+// reactivateUser undoes a deactivation: the user may sign in again.
+func (cs *Console) reactivateUser(r *req) error {
+	if err := cs.permitOr403(r, "updateUser"); err != nil {
+		return err
+	}
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return err
+	}
+	u, err := cs.d.Users.Reactivate(r.Request().Context(), id)
+	if err != nil {
+		return cs.usersRefused(r, err, &usersPage{Role: "member"})
+	}
+	return cs.done(r, "/console/users", flash{Notice: fmt.Sprintf("%s is active again and can sign in with their password.", u.Email)})
+}
+
 // issueOneTimePassword gives a user a new one-time password (as POST
 // /users/{id}/one-time-password), shown once after the redirect.
 func (cs *Console) issueOneTimePassword(r *req) error {

@@ -54,7 +54,7 @@ func TestUserPages(t *testing.T) {
 			if u := acme.user(t, acme.admin.id); u.Role != "admin" {
 				t.Fatalf("the last admin became %s", u.Role)
 			}
-			if r := admin.do("POST", fmt.Sprintf("/console/users/%d/deactivate", acme.admin.id), url.Values{"csrf_token": {tok}}); r.code != http.StatusBadRequest {
+			if r := admin.confirm("/console/users", fmt.Sprintf("/console/users/%d/deactivate", acme.admin.id)); r.code != http.StatusBadRequest {
 				t.Fatalf("deactivate the last admin: %d", r.code)
 			}
 			// Another tenant's user id (higher than any here) is 404.

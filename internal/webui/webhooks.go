@@ -1,6 +1,8 @@
 package webui
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -19,20 +21,27 @@ type webhookRow struct {
 }
 
 type webhooksPage struct {
-	Rows     []webhookRow
-	Pager    pager
-	CanWrite bool
-	Own      bool // the list holds only the caller's registrations (members)
+	Rows      []webhookRow
+	Pager     pager
+	CanWrite  bool
+	CanCreate bool
+	Own       bool // the list holds only the caller's registrations (members)
 }
 
 type webhookPage struct {
-	W          webhookRow
+	W webhookRow
+	// The target form as sent, and its field's refusal.
+	Target     string
+	Errors     fieldErrors
 	Deliveries []registry.Delivery
 	Pager      pager
 	CanWrite   bool
 	CanDelete  bool
 	Now        time.Time
+	Replay     []replayChoice
 }
+
+type replayChoice struct{ Value, Label string }
 
 func row(w registry.Webhook) webhookRow {
 	return webhookRow{Webhook: w, Health: w.HealthState(time.Now())}
@@ -48,7 +57,7 @@ func (cs *Console) webhooks(r *req) error {
 	if err != nil {
 		return err
 	}
-	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit("updateWebhook"), Own: registry.OwnOnly(r.p)}
+	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit("updateWebhook"), CanCreate: r.permit("createWebhook"), Own: registry.OwnOnly(r.p)}
 	for _, w := range ws {
 		p.Rows = append(p.Rows, row(w))
 	}
@@ -61,6 +70,12 @@ func (cs *Console) webhook(r *req) error {
 }
 
 func (cs *Console) webhookView(r *req, msg string) error {
+	return cs.webhookForm(r, msg, "", nil)
+}
+
+// webhookForm is the registration's page with a refusal: msg in the banner,
+// and the target form as sent with its field's sentence.
+func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error {
 	id, err := idParam(r.Context, "id")
 	if err != nil {
 		return err
@@ -75,7 +90,14 @@ func (cs *Console) webhookView(r *req, msg string) error {
 	if err != nil {
 		return err
 	}
-	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total),
+	if target == "" {
+		target = w.Target
+	}
+	var choices []replayChoice
+	for _, c := range replayWindows {
+		choices = append(choices, replayChoice{c.Value, c.Label})
+	}
+	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total), Target: target, Errors: fe, Replay: choices,
 		CanWrite: r.permit("updateWebhook"), CanDelete: r.permit("deleteWebhook"), Now: time.Now()}
 	return cs.show(r, "webhook", &view{Layout: web.Layout{Title: fmt.Sprintf("Webhook %d", id), Nav: "webhooks", Message: msg}, Page: p})
 }
@@ -155,6 +177,120 @@ func (cs *Console) deleteWebhook(r *req) error {
 	return cs.done(r, "/console/webhooks", flash{Notice: fmt.Sprintf("Webhook %d was deleted.", id)})
 }
 
+// delivery is one delivery: its event, payload and every attempt.
+func (cs *Console) delivery(r *req) error {
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return err
+	}
+	did, err := uuid.Parse(r.Param("delivery"))
+	if err != nil {
+		return apperr.E(apperr.NotFound, "no such delivery")
+	}
+	d, err := cs.d.Webhooks.DeliveryDetail(r.Request().Context(), r.p, id, did)
+	if err != nil {
+		return err
+	}
+	p := &deliveryPage{WebhookID: id, D: d, CanWrite: r.permit("redeliverWebhookDelivery"), Payload: indent(d.Payload)}
+	return cs.show(r, "delivery", &view{Layout: web.Layout{Title: "Delivery " + d.ID, Nav: "webhooks"}, Page: p})
+}
+
+type deliveryPage struct {
+	WebhookID int64
+	D         *registry.DeliveryDetail
+	Payload   string
+	CanWrite  bool
+}
+
+func deliveryPath(webhookID int64, id string) string {
+	return fmt.Sprintf("/console/webhooks/%d/deliveries/%s", webhookID, id)
+}
+
+// indent pretty-prints a stored JSON payload (as stored when it is not JSON).
+func indent(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return b.String()
+}
+
+// askDelete names what deleting a registration takes with it.
+func (cs *Console) askDelete(r *req) (*confirmation, error) {
+	w, pending, err := cs.askWebhook(r, "deleteWebhook")
+	if err != nil {
+		return nil, err
+	}
+	return &confirmation{
+		Title: fmt.Sprintf("Delete webhook %d?", w.ID), Button: "Delete the webhook", Danger: true, Cancel: webhookPath(w.ID),
+		Effects: []string{
+			fmt.Sprintf("%s will no longer receive %s events.", w.Target, w.Event),
+			pendingEffect(pending),
+			"Its delivery log and every recorded attempt are deleted; this cannot be undone.",
+		},
+	}, nil
+}
+
+// askDisable names what disabling a registration cancels.
+func (cs *Console) askDisable(r *req) (*confirmation, error) {
+	w, pending, err := cs.askWebhook(r, "updateWebhook")
+	if err != nil {
+		return nil, err
+	}
+	return &confirmation{
+		Title: fmt.Sprintf("Disable webhook %d?", w.ID), Button: "Disable the webhook", Danger: true, Cancel: webhookPath(w.ID),
+		Effects: []string{
+			fmt.Sprintf("%s will receive no %s events until it is enabled again; events meanwhile are not sent later.", w.Target, w.Event),
+			pendingEffect(pending),
+		},
+	}, nil
+}
+
+// askRotate says what rotating the secret means for the receiver.
+func (cs *Console) askRotate(r *req) (*confirmation, error) {
+	w, _, err := cs.askWebhook(r, "rotateWebhookSecret")
+	if err != nil {
+		return nil, err
+	}
+	return &confirmation{
+		Title: fmt.Sprintf("Rotate the signing secret of webhook %d?", w.ID), Button: "Rotate the secret", Cancel: webhookPath(w.ID),
+		Effects: []string{
+			"A new secret is made and shown once on the next page.",
+			fmt.Sprintf("For %d hours every delivery carries signatures by both secrets; after that only the new one signs, so the receiver must have it by then.", int(registry.RotationOverlap.Hours())),
+			"The overlap of a webhook's secrets cannot be chosen: it is always the same.",
+		},
+	}, nil
+}
+
+func pendingEffect(n int64) string {
+	switch n {
+	case 0:
+		return "No deliveries are pending."
+	case 1:
+		return "1 pending delivery will be cancelled."
+	}
+	return fmt.Sprintf("%d pending deliveries will be cancelled.", n)
+}
+
+// askWebhook is the registration a confirmation is about, once the user
+// may do operationID to it, and its pending deliveries.
+func (cs *Console) askWebhook(r *req, operationID string) (*registry.Webhook, int64, error) {
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := cs.permitOr403(r, operationID); err != nil {
+		return nil, 0, err
+	}
+	ctx := r.Request().Context()
+	w, err := cs.d.Webhooks.Get(ctx, r.p, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := cs.d.Webhooks.PendingDeliveries(ctx, r.p, id)
+	return w, n, err
+}
+
 func (cs *Console) redeliver(r *req) error {
 	id, err := idParam(r.Context, "id")
 	if err != nil {
@@ -170,7 +306,7 @@ func (cs *Console) redeliver(r *req) error {
 	if _, err := cs.d.Webhooks.Redeliver(r.Request().Context(), r.p, id, did); err != nil {
 		return cs.refused(r, err)
 	}
-	return cs.done(r, webhookPath(id), flash{Notice: "Delivery " + did.String() + " was queued again."})
+	return cs.done(r, deliveryPath(id, did.String()), flash{Notice: "Delivery " + did.String() + " was queued again; its earlier attempts stay listed."})
 }
 
 // permitOr403 is the policy's role rule for the operation; the registry

@@ -92,7 +92,7 @@ func TestWebhookPagesRoles(t *testing.T) {
 			}
 			acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", mine.Id), acme.admin.token, nil).Status(t, http.StatusOK)
 			// An admin may change the member's registration.
-			if r := admin.post(path(theirs.Id), path(theirs.Id)+"/disable"); r.code != http.StatusSeeOther {
+			if r := admin.confirm(path(theirs.Id), path(theirs.Id)+"/disable"); r.code != http.StatusSeeOther {
 				t.Fatalf("admin disable: %d", r.code)
 			}
 			// Refusals from the domain are shown on the page: an inactive

@@ -59,13 +59,15 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Policy is the operation policy the pages ask, the API's.
 	Policy *auth.Policy
+	// EventTypes describe the event kinds on the create form (optional).
+	EventTypes []EventType
 }
 
 // operations are the API operations whose rule the pages ask for: New
 // fails when the policy lacks one.
 var operations = []string{
 	"getFetchRequest", "listUsers", "createUser", "updateUser", "deleteUser",
-	"updateWebhook", "deleteWebhook", "testWebhook", "rotateWebhookSecret", "redeliverWebhookDelivery",
+	"createWebhook", "updateWebhook", "deleteWebhook", "testWebhook", "rotateWebhookSecret", "redeliverWebhookDelivery",
 }
 
 // Console serves the console pages.
@@ -98,19 +100,25 @@ func (cs *Console) Routes(e *echo.Echo) {
 	h := cs.handle
 	e.GET("/console", func(c echo.Context) error { return c.Redirect(http.StatusFound, web.Home) })
 	e.GET("/console/webhooks", h(cs.webhooks))
+	e.GET("/console/webhooks/new", h(cs.newWebhook))
+	e.POST("/console/webhooks", h(cs.post(cs.createWebhook)))
 	e.GET("/console/webhooks/:id", h(cs.webhook))
+	e.POST("/console/webhooks/:id/target", h(cs.post(cs.changeTarget)))
+	e.POST("/console/webhooks/:id/replay", h(cs.post(cs.replayFailed)))
 	e.POST("/console/webhooks/:id/test", h(cs.post(cs.testWebhook)))
-	e.POST("/console/webhooks/:id/rotate", h(cs.post(cs.rotateWebhook)))
-	e.POST("/console/webhooks/:id/disable", h(cs.post(cs.setActive(false))))
+	e.POST("/console/webhooks/:id/rotate", h(cs.confirmed(cs.askRotate, cs.rotateWebhook)))
+	e.POST("/console/webhooks/:id/disable", h(cs.confirmed(cs.askDisable, cs.setActive(false))))
 	e.POST("/console/webhooks/:id/enable", h(cs.post(cs.setActive(true))))
-	e.POST("/console/webhooks/:id/delete", h(cs.post(cs.deleteWebhook)))
+	e.POST("/console/webhooks/:id/delete", h(cs.confirmed(cs.askDelete, cs.deleteWebhook)))
+	e.GET("/console/webhooks/:id/deliveries/:delivery", h(cs.delivery))
 	e.POST("/console/webhooks/:id/deliveries/:delivery/redeliver", h(cs.post(cs.redeliver)))
 	e.GET("/console/acts", h(cs.actsLookup))
 	e.GET("/console/acts/:uuid", h(cs.act))
 	e.GET("/console/users", h(cs.users))
 	e.POST("/console/users", h(cs.post(cs.createUser)))
 	e.POST("/console/users/:id/role", h(cs.post(cs.changeRole)))
-	e.POST("/console/users/:id/deactivate", h(cs.post(cs.deactivateUser)))
+	e.POST("/console/users/:id/deactivate", h(cs.confirmed(cs.askDeactivate, cs.deactivateUser)))
+	e.POST("/console/users/:id/reactivate", h(cs.post(cs.reactivateUser)))
 	e.POST("/console/users/:id/one-time-password", h(cs.post(cs.issueOneTimePassword)))
 }
 
@@ -172,8 +180,7 @@ func formPage(r *http.Request) string {
 func (cs *Console) post(h handler) handler {
 	return func(r *req) error {
 		if !cs.d.Sessions.CheckForm(r.Context, formPurpose) {
-			return cs.errorPage(r.Context, r.user, http.StatusForbidden, "Session expired",
-				"The form expired or was not sent by this site. Go back, reload the page and try again.")
+			return cs.expired(r)
 		}
 		return h(r)
 	}

@@ -668,7 +668,7 @@ func (w *Worker) send(req *http.Request, res *Result) response {
 // or failed; a 410 also disables the registration.
 func (w *Worker) classify(c outbox.Claimed, j *job, r response, res *Result) verdict {
 	now := w.clock()
-	u := outbox.Update{Attempt: &outbox.Attempt{Number: c.Attempts + 1, At: now, StatusCode: r.status, Excerpt: r.excerpt}}
+	u := outbox.Update{Attempt: &outbox.Attempt{Number: c.Attempts + 1, At: now, StatusCode: r.status, Excerpt: r.excerpt, Duration: res.Duration}}
 	fail := func(lastError string) { u.Status, u.LastError = outbox.Failed, &lastError }
 	switch retry.Classify(r.status, r.err) {
 	case retry.Success:

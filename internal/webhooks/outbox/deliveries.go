@@ -13,8 +13,8 @@ import (
 
 // The life of a delivery row after Emit: workers claim it under a lease,
 // record the outcome of each attempt, and the registry cancels, requeues or
-// deletes it. Every write to the deliveries and delivery_history tables is
-// in this package.
+// deletes it. Every write to the deliveries, delivery_history and
+// delivery_attempts tables is in this package.
 
 // Update is what a claimed delivery ends with: its new status and, when an
 // HTTP attempt was made, what the target answered.
@@ -30,12 +30,45 @@ type Update struct {
 	Attempt *Attempt
 }
 
-// Attempt describes one HTTP attempt.
+// Attempt describes one HTTP attempt. Finish keeps it in
+// delivery_attempts (with the update's LastError as its error), whatever
+// later attempts and redeliveries do to the delivery row.
 type Attempt struct {
 	Number     int // the row's attempts count including this one
 	At         time.Time
 	StatusCode int    // 0 when no response came
 	Excerpt    string // the start of the response body, when one came
+	Duration   time.Duration
+}
+
+// attemptColumns are delivery_attempts' columns in the order attemptValues
+// gives the values after the delivery's identity.
+const attemptColumns = "tenant_id, delivery_id, n, webhook_id, event_id, attempted_at, status_code, response_excerpt, duration_ms, error"
+
+// attemptValues are the attempt's attempted_at, status_code,
+// response_excerpt, duration_ms and error.
+func (u Update) attemptValues() []any {
+	a := u.Attempt
+	var code, excerpt, errText any
+	if a.StatusCode != 0 {
+		code, excerpt = a.StatusCode, a.Excerpt
+	}
+	if u.LastError != nil {
+		errText = *u.LastError
+	}
+	return []any{a.At, code, excerpt, a.Duration.Milliseconds(), errText}
+}
+
+// nextAttemptSQL numbers a delivery's next attempt (1, 2, … across
+// redeliveries); only the lease holder writes one, so no two race.
+const nextAttemptSQL = "(SELECT COALESCE(MAX(a.n), 0) + 1 FROM delivery_attempts a WHERE a.tenant_id = s.tenant_id AND a.delivery_id = s.id)"
+
+// pgAttemptInsert inserts the attempt of each row of src, a CTE returning
+// tenant_id, id, webhook_id and event_id (the rows just updated or moved),
+// so that the outcome and its attempt are one statement on PostgreSQL.
+func pgAttemptInsert(src string) string {
+	return "INSERT INTO delivery_attempts (" + attemptColumns + ") SELECT s.tenant_id, s.id, " + nextAttemptSQL +
+		", s.webhook_id, s.event_id, CAST(? AS timestamptz), CAST(? AS integer), CAST(? AS text), CAST(? AS integer), CAST(? AS text) FROM " + src + " s"
 }
 
 func (u Update) columns(now time.Time) map[string]any {
@@ -61,32 +94,48 @@ func (u Update) columns(now time.Time) map[string]any {
 
 // Finish writes u to the claimed delivery and hands its lease back, provided
 // owner still holds the lease; held reports whether it did. A final status
-// moves the row to delivery_history (see move). then, if not nil, runs in
-// the same transaction after the write (and only when held).
+// moves the row to delivery_history (see move). u.Attempt, when set, is
+// appended to delivery_attempts in the same statement (PostgreSQL) or
+// transaction (SQLite). then, if not nil, runs in the same transaction
+// after the write (and only when held).
 func Finish(ctx context.Context, d *db.DB, c Claimed, owner string, u Update, now time.Time, then func(tx *gorm.DB) error) (held bool, err error) {
 	const where = "tenant_id = ? AND id = ? AND lease_owner = ? AND status = " + sqlDelivering
 	args := []any{c.TenantID, c.ID, owner}
+	pg := d.Dialect == db.Postgres
+	var att *attempt
+	if u.Attempt != nil && pg {
+		att = &attempt{vals: u.attemptValues()}
+	}
 	write := func(tx *gorm.DB) error {
 		var n int64
-		if u.Status.Final() {
-			var err error
-			if n, err = move(tx, "deliveries", "delivery_history", where, args, u.columns(now)); err != nil {
-				return err
-			}
-		} else {
+		var err error
+		switch {
+		case u.Status.Final():
+			n, err = move(tx, "deliveries", "delivery_history", where, args, u.columns(now), att)
+		case att != nil:
+			n, err = pgUpdate(tx, where, args, u.columns(now), att)
+		default:
 			r := tx.Table("deliveries").Where(where, args...).Updates(u.columns(now))
-			if r.Error != nil {
-				return r.Error
-			}
-			n = r.RowsAffected
+			n, err = r.RowsAffected, r.Error
+		}
+		if err != nil {
+			return err
 		}
 		held = n > 0
+		if held && u.Attempt != nil && !pg {
+			err := tx.Exec("INSERT INTO delivery_attempts ("+attemptColumns+") SELECT s.tenant_id, s.id, "+nextAttemptSQL+
+				", ?, ?, ?, ?, ?, ?, ? FROM (SELECT ? AS tenant_id, ? AS id) s",
+				append(append([]any{c.WebhookID, c.EventID}, u.attemptValues()...), c.TenantID, c.ID)...).Error
+			if err != nil {
+				return err
+			}
+		}
 		if held && then != nil {
 			return then(tx)
 		}
 		return nil
 	}
-	if then == nil && (!u.Status.Final() || d.Dialect == db.Postgres) {
+	if then == nil && (pg || (!u.Status.Final() && u.Attempt == nil)) {
 		// A single statement needs no transaction; without this GORM
 		// would wrap the UPDATE in BEGIN … COMMIT, two more round trips
 		// after every attempt.
@@ -111,9 +160,37 @@ var logColumns = []struct{ name, pgType string }{
 	{"created_at", "timestamptz"}, {"updated_at", "timestamptz"},
 }
 
+// attempt is an attempt to append, on PostgreSQL, for each row an update
+// or a move writes: its attemptValues.
+type attempt struct{ vals []any }
+
+// pgUpdate updates the deliveries that match where (with args) with set,
+// and appends att for each, in one statement (PostgreSQL); it returns how
+// many it updated.
+func pgUpdate(tx *gorm.DB, where string, args []any, set map[string]any, att *attempt) (int64, error) {
+	var sets []string
+	var vals []any
+	for _, c := range logColumns {
+		v, ok := set[c.name]
+		switch {
+		case !ok:
+		case v == nil:
+			sets = append(sets, c.name+" = NULL")
+		default:
+			sets = append(sets, c.name+" = CAST(? AS "+c.pgType+")")
+			vals = append(vals, v)
+		}
+	}
+	r := tx.Exec("WITH upd AS (UPDATE deliveries SET "+strings.Join(sets, ", ")+" WHERE "+where+
+		" RETURNING tenant_id, id, webhook_id, event_id) "+pgAttemptInsert("upd"),
+		append(append(vals, args...), att.vals...)...)
+	return r.RowsAffected, r.Error
+}
+
 // move moves the rows of table from that match where (with args) to table
 // to, with the columns of set replaced, inside tx, and returns how many
-// moved. deliveries holds the live queue (pending, delivering) and
+// moved. att, when set (PostgreSQL only), is appended for each moved row in
+// the same statement. deliveries holds the live queue (pending, delivering) and
 // delivery_history the finished deliveries (migration 00090): a row moves to
 // the history when it reaches a final status and back when it is
 // redelivered, so that the claim's table and indexes stay as large as the
@@ -121,7 +198,7 @@ var logColumns = []struct{ name, pgType string }{
 // DELETE locks the rows, so a concurrent purge or claim skips or waits for
 // them); on SQLite it is an INSERT … SELECT and a DELETE under the
 // database write lock, so tx must be a transaction there.
-func move(tx *gorm.DB, from, to, where string, args []any, set map[string]any) (int64, error) {
+func move(tx *gorm.DB, from, to, where string, args []any, set map[string]any, att *attempt) (int64, error) {
 	pg := tx.Dialector.Name() == "postgres"
 	names := make([]string, len(logColumns))
 	exprs := make([]string, len(logColumns))
@@ -144,8 +221,14 @@ func move(tx *gorm.DB, from, to, where string, args []any, set map[string]any) (
 	}
 	cols, sel := strings.Join(names, ", "), strings.Join(exprs, ", ")
 	if pg {
-		r := tx.Exec("WITH moved AS (DELETE FROM "+from+" WHERE "+where+" RETURNING *) INSERT INTO "+to+" ("+cols+") SELECT "+sel+" FROM moved",
-			append(append([]any{}, args...), vals...)...)
+		q := "WITH moved AS (DELETE FROM " + from + " WHERE " + where + " RETURNING *) INSERT INTO " + to + " (" + cols + ") SELECT " + sel + " FROM moved"
+		all := append(append([]any{}, args...), vals...)
+		if att != nil {
+			q = "WITH moved AS (DELETE FROM " + from + " WHERE " + where + " RETURNING *), ins AS (INSERT INTO " + to + " (" + cols + ") SELECT " + sel +
+				" FROM moved RETURNING tenant_id, id, webhook_id, event_id) " + pgAttemptInsert("ins")
+			all = append(all, att.vals...)
+		}
+		r := tx.Exec(q, all...)
 		return r.RowsAffected, r.Error
 	}
 	r := tx.Exec("INSERT INTO "+to+" ("+cols+") SELECT "+sel+" FROM "+from+" WHERE "+where, append(vals, args...)...)
@@ -165,7 +248,7 @@ func CancelPending(tx *gorm.DB, tenantID, webhookID int64, reason string, now ti
 		set["last_error"] = reason
 	}
 	_, err := move(tx, "deliveries", "delivery_history", "tenant_id = ? AND webhook_id = ? AND status = "+sqlPending,
-		[]any{tenantID, webhookID}, set)
+		[]any{tenantID, webhookID}, set, nil)
 	if err != nil {
 		return fmt.Errorf("outbox: cancel pending deliveries of webhook %d: %w", webhookID, err)
 	}
@@ -173,9 +256,11 @@ func CancelPending(tx *gorm.DB, tenantID, webhookID int64, reason string, now ti
 }
 
 // Requeue makes a delivery that is not in flight pending again, due now,
-// with a fresh retry schedule (attempts restart at 0), inside tx: a pending
-// one starts again, a finished one comes back from the history. A delivery
-// in flight is left alone.
+// with a fresh retry schedule (the row's attempts count, which the
+// schedule reads, restarts at 0), inside tx: a pending one starts again, a
+// finished one comes back from the history. A delivery in flight is left
+// alone. Its earlier attempts stay in delivery_attempts; the next one is
+// appended after them.
 func Requeue(tx *gorm.DB, tenantID, webhookID int64, deliveryID string, now time.Time) error {
 	set := map[string]any{
 		"status": string(Pending), "attempts": 0, "next_attempt_at": now,
@@ -185,7 +270,7 @@ func Requeue(tx *gorm.DB, tenantID, webhookID int64, deliveryID string, now time
 	r := tx.Table("deliveries").Where("tenant_id = ? AND id = ? AND webhook_id = ? AND status = "+sqlPending, args...).Updates(set)
 	err := r.Error
 	if err == nil && r.RowsAffected == 0 {
-		_, err = move(tx, "delivery_history", "deliveries", "tenant_id = ? AND id = ? AND webhook_id = ?", args, set)
+		_, err = move(tx, "delivery_history", "deliveries", "tenant_id = ? AND id = ? AND webhook_id = ?", args, set, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("outbox: requeue delivery %s: %w", deliveryID, err)
@@ -196,7 +281,7 @@ func Requeue(tx *gorm.DB, tenantID, webhookID int64, deliveryID string, now time
 // DeleteDeliveries removes every delivery of the registration, live or
 // finished, inside tx (the delivery log belongs to the registration).
 func DeleteDeliveries(tx *gorm.DB, tenantID, webhookID int64) error {
-	for _, t := range []string{"deliveries", "delivery_history"} {
+	for _, t := range []string{"deliveries", "delivery_history", "delivery_attempts"} {
 		if err := tx.Table(t).Where("tenant_id = ? AND webhook_id = ?", tenantID, webhookID).Delete(nil).Error; err != nil {
 			return fmt.Errorf("outbox: delete deliveries of webhook %d: %w", webhookID, err)
 		}
@@ -224,4 +309,55 @@ func Depth(ctx context.Context, d *db.DB) (pending, delivering int64, err error)
 		}
 	}
 	return pending, delivering, nil
+}
+
+// RecordedAttempt is one kept attempt of a delivery (delivery_attempts).
+type RecordedAttempt struct {
+	N               int       `gorm:"column:n"`
+	AttemptedAt     time.Time `gorm:"column:attempted_at"`
+	StatusCode      *int      `gorm:"column:status_code"`
+	ResponseExcerpt *string   `gorm:"column:response_excerpt"`
+	DurationMS      int64     `gorm:"column:duration_ms"`
+	Error           *string   `gorm:"column:error"`
+}
+
+// Attempts lists every recorded attempt of the delivery, oldest first. The
+// caller has checked that the delivery belongs to webhookID and may be seen.
+func Attempts(ctx context.Context, q *gorm.DB, tenantID, webhookID int64, deliveryID string) ([]RecordedAttempt, error) {
+	var rs []RecordedAttempt
+	err := q.WithContext(ctx).Table("delivery_attempts").
+		Select("n, attempted_at, status_code, response_excerpt, duration_ms, error").
+		Where("tenant_id = ? AND delivery_id = ? AND webhook_id = ?", tenantID, deliveryID, webhookID).
+		Order("n").Scan(&rs).Error
+	if err != nil {
+		return nil, fmt.Errorf("outbox: attempts of delivery %s: %w", deliveryID, err)
+	}
+	return rs, nil
+}
+
+// LiveCount counts the registration's live deliveries (pending or in
+// flight).
+func LiveCount(ctx context.Context, q *gorm.DB, tenantID, webhookID int64) (int64, error) {
+	var n int64
+	err := q.WithContext(ctx).Table("deliveries").Where("tenant_id = ? AND webhook_id = ?", tenantID, webhookID).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("outbox: count live deliveries of webhook %d: %w", webhookID, err)
+	}
+	return n, nil
+}
+
+// Excerpt is the response excerpt, "" when none came.
+func (a RecordedAttempt) Excerpt() string {
+	if a.ResponseExcerpt == nil {
+		return ""
+	}
+	return *a.ResponseExcerpt
+}
+
+// ErrorText is the attempt's error, "" when it succeeded.
+func (a RecordedAttempt) ErrorText() string {
+	if a.Error == nil {
+		return ""
+	}
+	return *a.Error
 }

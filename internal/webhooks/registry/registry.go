@@ -571,3 +571,90 @@ func (s *Store) Event(ctx context.Context, p *auth.Principal, id uuid.UUID) (_ *
 	}
 	return outbox.GetEvent(ctx, s.db.DB, id, only)
 }
+
+// DeliveryDetail is one delivery with its event's payload and every
+// attempt made, oldest first (redeliveries included).
+type DeliveryDetail struct {
+	Delivery
+	Payload    string                   `gorm:"column:payload"`
+	OccurredAt time.Time                `gorm:"column:occurred_at"`
+	Attempts   []outbox.RecordedAttempt `gorm:"-"`
+}
+
+// DeliveryDetail returns the registration's delivery deliveryID with its
+// payload and attempts, to those who may see the registration.
+func (s *Store) DeliveryDetail(ctx context.Context, p *auth.Principal, webhookID int64, deliveryID uuid.UUID) (d *DeliveryDetail, err error) {
+	defer apperr.Wrap(&err, "registry.DeliveryDetail(%d, %s)", webhookID, deliveryID)
+	if _, err := s.Get(ctx, p, webhookID); err != nil {
+		return nil, err
+	}
+	var out DeliveryDetail
+	err = s.deliveries(ctx, s.db.DB, webhookID).Select(deliveryColumns+", events.payload, events.occurred_at").
+		Where("deliveries.id = ?", deliveryID.String()).Take(&out).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.Ef(apperr.NotFound, "delivery %s not found", deliveryID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out.Attempts, err = outbox.Attempts(ctx, s.db.DB, tenant.ID(ctx), webhookID, out.ID); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PendingDeliveries counts the registration's deliveries that still wait
+// for an attempt or have one in flight: what disabling or deleting it
+// cancels.
+func (s *Store) PendingDeliveries(ctx context.Context, p *auth.Principal, webhookID int64) (n int64, err error) {
+	defer apperr.Wrap(&err, "registry.PendingDeliveries(%d)", webhookID)
+	if _, err := s.Get(ctx, p, webhookID); err != nil {
+		return 0, err
+	}
+	return outbox.LiveCount(ctx, s.db.DB, tenant.ID(ctx), webhookID)
+}
+
+// ReplayLimit is the most failed deliveries one ReplayFailed queues again.
+const ReplayLimit = 1000
+
+// ReplayFailed queues again every failed delivery of the registration
+// created since since (at most ReplayLimit, oldest first), as Redeliver
+// does one, and returns how many. Same rules as Redeliver: the caller may
+// change the registration, and it must be active.
+func (s *Store) ReplayFailed(ctx context.Context, p *auth.Principal, webhookID int64, since time.Time) (n int, err error) {
+	defer apperr.Wrap(&err, "registry.ReplayFailed(%d)", webhookID)
+	if err := s.mayChange(p, "redeliverWebhookDelivery"); err != nil {
+		return 0, err
+	}
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		w, err := s.get(ctx, s.db.ForUpdate(tx), p, webhookID)
+		if err != nil {
+			return err
+		}
+		if !w.Active {
+			return apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before replaying.")
+		}
+		var ids []string
+		err = tenant.Scope(ctx, tx.Table("delivery_history")).
+			Where("webhook_id = ? AND status = ? AND created_at >= ?", webhookID, string(outbox.Failed), since.UTC()).
+			Order("created_at").Limit(ReplayLimit).Pluck("id", &ids).Error
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := outbox.Requeue(tx, tenant.ID(ctx), webhookID, id, now); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 && s.notifier != nil {
+		s.notifier.Notify()
+	}
+	return n, nil
+}
