@@ -316,6 +316,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		tenants = tenant.NewStore(a.db)
 	}
 	clientStore, templateStore := clients.NewStore(a.db), templates.NewStore(a.db)
+	clientStore.Outbox = wh.Outbox
 	services := httpapi.Services{
 		Clients:   clientStore,
 		Templates: templateStore,

@@ -35,6 +35,36 @@ func (e ActCreatedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ActDataUpdatedEventEvent.
+const (
+	ActDataUpdated ActDataUpdatedEventEvent = "act.data_updated"
+)
+
+// Valid indicates whether the value is a known member of the ActDataUpdatedEventEvent enum.
+func (e ActDataUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ActDataUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActDeletedEventEvent.
+const (
+	ActDeleted ActDeletedEventEvent = "act.deleted"
+)
+
+// Valid indicates whether the value is a known member of the ActDeletedEventEvent enum.
+func (e ActDeletedEventEvent) Valid() bool {
+	switch e {
+	case ActDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActDuplicatedEventEvent.
 const (
 	ActDuplicated ActDuplicatedEventEvent = "act.duplicated"
@@ -65,6 +95,21 @@ func (e ActFetchDataEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ActFinalizedEventEvent.
+const (
+	ActFinalized ActFinalizedEventEvent = "act.finalized"
+)
+
+// Valid indicates whether the value is a known member of the ActFinalizedEventEvent enum.
+func (e ActFinalizedEventEvent) Valid() bool {
+	switch e {
+	case ActFinalized:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActStatus.
 const (
 	ActStatusDraft ActStatus = "draft"
@@ -77,6 +122,21 @@ func (e ActStatus) Valid() bool {
 	case ActStatusDraft:
 		return true
 	case ActStatusFinal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActUpdatedEventEvent.
+const (
+	ActUpdated ActUpdatedEventEvent = "act.updated"
+)
+
+// Valid indicates whether the value is a known member of the ActUpdatedEventEvent enum.
+func (e ActUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ActUpdated:
 		return true
 	default:
 		return false
@@ -98,6 +158,51 @@ func (e ActorType) Valid() bool {
 	case ActorSystem:
 		return true
 	case ActorUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientCreatedEventEvent.
+const (
+	ClientCreated ClientCreatedEventEvent = "client.created"
+)
+
+// Valid indicates whether the value is a known member of the ClientCreatedEventEvent enum.
+func (e ClientCreatedEventEvent) Valid() bool {
+	switch e {
+	case ClientCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientDeletedEventEvent.
+const (
+	ClientDeleted ClientDeletedEventEvent = "client.deleted"
+)
+
+// Valid indicates whether the value is a known member of the ClientDeletedEventEvent enum.
+func (e ClientDeletedEventEvent) Valid() bool {
+	switch e {
+	case ClientDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientUpdatedEventEvent.
+const (
+	ClientUpdated ClientUpdatedEventEvent = "client.updated"
+)
+
+// Valid indicates whether the value is a known member of the ClientUpdatedEventEvent enum.
+func (e ClientUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ClientUpdated:
 		return true
 	default:
 		return false
@@ -160,10 +265,18 @@ func (e ConsentFormDecision) Valid() bool {
 
 // Defines values for DeliveryEventKind.
 const (
-	DeliveryActCreated    DeliveryEventKind = "act.created"
-	DeliveryActDuplicated DeliveryEventKind = "act.duplicated"
-	DeliveryActFetchData  DeliveryEventKind = "act.fetch_data"
-	DeliveryWebhookTest   DeliveryEventKind = "webhook.test"
+	DeliveryActCreated            DeliveryEventKind = "act.created"
+	DeliveryActDataUpdated        DeliveryEventKind = "act.data_updated"
+	DeliveryActDeleted            DeliveryEventKind = "act.deleted"
+	DeliveryActDuplicated         DeliveryEventKind = "act.duplicated"
+	DeliveryActFetchData          DeliveryEventKind = "act.fetch_data"
+	DeliveryActFinalized          DeliveryEventKind = "act.finalized"
+	DeliveryActUpdated            DeliveryEventKind = "act.updated"
+	DeliveryClientCreated         DeliveryEventKind = "client.created"
+	DeliveryClientDeleted         DeliveryEventKind = "client.deleted"
+	DeliveryClientUpdated         DeliveryEventKind = "client.updated"
+	DeliveryFetchRequestCompleted DeliveryEventKind = "fetch_request.completed"
+	DeliveryWebhookTest           DeliveryEventKind = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the DeliveryEventKind enum.
@@ -171,9 +284,25 @@ func (e DeliveryEventKind) Valid() bool {
 	switch e {
 	case DeliveryActCreated:
 		return true
+	case DeliveryActDataUpdated:
+		return true
+	case DeliveryActDeleted:
+		return true
 	case DeliveryActDuplicated:
 		return true
 	case DeliveryActFetchData:
+		return true
+	case DeliveryActFinalized:
+		return true
+	case DeliveryActUpdated:
+		return true
+	case DeliveryClientCreated:
+		return true
+	case DeliveryClientDeleted:
+		return true
+	case DeliveryClientUpdated:
+		return true
+	case DeliveryFetchRequestCompleted:
 		return true
 	case DeliveryWebhookTest:
 		return true
@@ -274,9 +403,17 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for EventKind.
 const (
-	EventActCreated    EventKind = "act.created"
-	EventActDuplicated EventKind = "act.duplicated"
-	EventActFetchData  EventKind = "act.fetch_data"
+	EventActCreated            EventKind = "act.created"
+	EventActDataUpdated        EventKind = "act.data_updated"
+	EventActDeleted            EventKind = "act.deleted"
+	EventActDuplicated         EventKind = "act.duplicated"
+	EventActFetchData          EventKind = "act.fetch_data"
+	EventActFinalized          EventKind = "act.finalized"
+	EventActUpdated            EventKind = "act.updated"
+	EventClientCreated         EventKind = "client.created"
+	EventClientDeleted         EventKind = "client.deleted"
+	EventClientUpdated         EventKind = "client.updated"
+	EventFetchRequestCompleted EventKind = "fetch_request.completed"
 )
 
 // Valid indicates whether the value is a known member of the EventKind enum.
@@ -284,9 +421,40 @@ func (e EventKind) Valid() bool {
 	switch e {
 	case EventActCreated:
 		return true
+	case EventActDataUpdated:
+		return true
+	case EventActDeleted:
+		return true
 	case EventActDuplicated:
 		return true
 	case EventActFetchData:
+		return true
+	case EventActFinalized:
+		return true
+	case EventActUpdated:
+		return true
+	case EventClientCreated:
+		return true
+	case EventClientDeleted:
+		return true
+	case EventClientUpdated:
+		return true
+	case EventFetchRequestCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FetchRequestCompletedEventEvent.
+const (
+	FetchRequestCompletedEventEventFetchRequestCompleted FetchRequestCompletedEventEvent = "fetch_request.completed"
+)
+
+// Valid indicates whether the value is a known member of the FetchRequestCompletedEventEvent enum.
+func (e FetchRequestCompletedEventEvent) Valid() bool {
+	switch e {
+	case FetchRequestCompletedEventEventFetchRequestCompleted:
 		return true
 	default:
 		return false
@@ -295,19 +463,19 @@ func (e EventKind) Valid() bool {
 
 // Defines values for FetchRequestStatus.
 const (
-	FetchRequestCompleted FetchRequestStatus = "completed"
-	FetchRequestExpired   FetchRequestStatus = "expired"
-	FetchRequestPending   FetchRequestStatus = "pending"
+	FetchRequestStatusFetchRequestCompleted FetchRequestStatus = "completed"
+	FetchRequestStatusFetchRequestExpired   FetchRequestStatus = "expired"
+	FetchRequestStatusFetchRequestPending   FetchRequestStatus = "pending"
 )
 
 // Valid indicates whether the value is a known member of the FetchRequestStatus enum.
 func (e FetchRequestStatus) Valid() bool {
 	switch e {
-	case FetchRequestCompleted:
+	case FetchRequestStatusFetchRequestCompleted:
 		return true
-	case FetchRequestExpired:
+	case FetchRequestStatusFetchRequestExpired:
 		return true
-	case FetchRequestPending:
+	case FetchRequestStatusFetchRequestPending:
 		return true
 	default:
 		return false
@@ -659,6 +827,63 @@ type ActCreatedPayload struct {
 	Act Act `json:"act"`
 }
 
+// ActDataUpdatedEvent The `act.data_updated` envelope.
+type ActDataUpdatedEvent struct {
+	// Data The `data` of an `act.data_updated` event.
+	Data ActDataUpdatedPayload `json:"data"`
+
+	// Event Always `act.data_updated`.
+	Event ActDataUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActDataUpdatedEventEvent Always `act.data_updated`.
+type ActDataUpdatedEventEvent string
+
+// ActDataUpdatedPayload The `data` of an `act.data_updated` event.
+type ActDataUpdatedPayload struct {
+	// ActUuid The act.
+	ActUuid openapi_types.UUID `json:"act_uuid"`
+
+	// Data The changed data points, after the change.
+	Data []DataPoint `json:"data"`
+
+	// FetchRequestId The fetch request the values answered, or null for an edit.
+	FetchRequestId *openapi_types.UUID `json:"fetch_request_id"`
+}
+
+// ActDeletedEvent The `act.deleted` envelope.
+type ActDeletedEvent struct {
+	// Data The `data` of an `act.deleted` event.
+	Data ActDeletedPayload `json:"data"`
+
+	// Event Always `act.deleted`.
+	Event ActDeletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActDeletedEventEvent Always `act.deleted`.
+type ActDeletedEventEvent string
+
+// ActDeletedPayload The `data` of an `act.deleted` event.
+type ActDeletedPayload struct {
+	// ActUuid The deleted act.
+	ActUuid openapi_types.UUID `json:"act_uuid"`
+
+	// ClientId The client the act evaluated.
+	ClientId int64 `json:"client_id"`
+}
+
 // ActDuplicatedEvent The `act.duplicated` envelope.
 type ActDuplicatedEvent struct {
 	// Data The `data` of an `act.duplicated` event.
@@ -684,6 +909,12 @@ type ActDuplicatedPayload struct {
 
 	// SourceActUuid The act that was duplicated.
 	SourceActUuid openapi_types.UUID `json:"source_act_uuid"`
+}
+
+// ActEventPayload The `data` of an `act.updated` or `act.finalized` event.
+type ActEventPayload struct {
+	// Act A financial act with its data points.
+	Act Act `json:"act"`
 }
 
 // ActFetchDataEvent The `act.fetch_data` envelope.
@@ -721,6 +952,24 @@ type ActFetchDataPayload struct {
 	// RequestedAt When the user asked (UTC).
 	RequestedAt time.Time `json:"requested_at"`
 }
+
+// ActFinalizedEvent The `act.finalized` envelope.
+type ActFinalizedEvent struct {
+	// Data The `data` of an `act.updated` or `act.finalized` event.
+	Data ActEventPayload `json:"data"`
+
+	// Event Always `act.finalized`.
+	Event ActFinalizedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActFinalizedEventEvent Always `act.finalized`.
+type ActFinalizedEventEvent string
 
 // ActList A page of acts.
 type ActList struct {
@@ -763,6 +1012,24 @@ type ActUpdate struct {
 	// Title Title.
 	Title string `json:"title"`
 }
+
+// ActUpdatedEvent The `act.updated` envelope.
+type ActUpdatedEvent struct {
+	// Data The `data` of an `act.updated` or `act.finalized` event.
+	Data ActEventPayload `json:"data"`
+
+	// Event Always `act.updated`.
+	Event ActUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActUpdatedEventEvent Always `act.updated`.
+type ActUpdatedEventEvent string
 
 // Actor Who made a change. `app` when an integration wrote through its token (with the user it acts for).
 type Actor struct {
@@ -854,6 +1121,48 @@ type ClientCreate struct {
 	OrgNumber string `json:"org_number"`
 }
 
+// ClientCreatedEvent The `client.created` envelope.
+type ClientCreatedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.created`.
+	Event ClientCreatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientCreatedEventEvent Always `client.created`.
+type ClientCreatedEventEvent string
+
+// ClientDeletedEvent The `client.deleted` envelope.
+type ClientDeletedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.deleted`.
+	Event ClientDeletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientDeletedEventEvent Always `client.deleted`.
+type ClientDeletedEventEvent string
+
+// ClientEventPayload The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+type ClientEventPayload struct {
+	// Client A client record.
+	Client Client `json:"client"`
+}
+
 // ClientList A page of clients.
 type ClientList struct {
 	// Data The clients on this page.
@@ -877,6 +1186,24 @@ type ClientUpdate struct {
 	// OrgNumber Organization number.
 	OrgNumber *string `json:"org_number,omitempty"`
 }
+
+// ClientUpdatedEvent The `client.updated` envelope.
+type ClientUpdatedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.updated`.
+	Event ClientUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientUpdatedEventEvent Always `client.updated`.
+type ClientUpdatedEventEvent string
 
 // ColumnType The type of a table column; any scalar field type.
 type ColumnType string
@@ -1042,7 +1369,7 @@ type Delivery struct {
 	// CreatedAt When the delivery was queued.
 	CreatedAt time.Time `json:"created_at"`
 
-	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event DeliveryEventKind `json:"event"`
 
 	// EventId The event id (the envelope's `id`, also `webhook-id`).
@@ -1073,7 +1400,7 @@ type Delivery struct {
 	WebhookId int64 `json:"webhook_id"`
 }
 
-// DeliveryEventKind The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+// DeliveryEventKind The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 type DeliveryEventKind string
 
 // DeliveryList A page of deliveries.
@@ -1179,7 +1506,7 @@ type EventAct struct {
 	Uuid openapi_types.UUID `json:"uuid"`
 }
 
-// EventKind Webhook event kinds.
+// EventKind Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 type EventKind string
 
 // EventList A page of events, newest first. No total is given.
@@ -1232,6 +1559,30 @@ type FetchRequest struct {
 
 	// Status `pending` until no field is awaiting, then `completed`; `expired` once past `expires_at` with fields still awaiting.
 	Status FetchRequestStatus `json:"status"`
+}
+
+// FetchRequestCompletedEvent The `fetch_request.completed` envelope.
+type FetchRequestCompletedEvent struct {
+	// Data The `data` of a `fetch_request.completed` event.
+	Data FetchRequestCompletedPayload `json:"data"`
+
+	// Event Always `fetch_request.completed`.
+	Event FetchRequestCompletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// FetchRequestCompletedEventEvent Always `fetch_request.completed`.
+type FetchRequestCompletedEventEvent string
+
+// FetchRequestCompletedPayload The `data` of a `fetch_request.completed` event.
+type FetchRequestCompletedPayload struct {
+	// FetchRequest A request to refresh data points of an act.
+	FetchRequest FetchRequest `json:"fetch_request"`
 }
 
 // FetchRequestCreate The data points to refresh.
@@ -1729,7 +2080,7 @@ type Webhook struct {
 	// DisabledReason Why the service deactivated it (the target answered 410, or every attempt failed for 5 days).
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
@@ -1754,7 +2105,7 @@ type Webhook struct {
 
 // WebhookCreate A new registration.
 type WebhookCreate struct {
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Target An HTTPS URL.
@@ -1862,7 +2213,7 @@ type WebhookWithSecret struct {
 	// DisabledReason Why the service deactivated it.
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
@@ -2456,6 +2807,42 @@ type DeliverActCreatedParams struct {
 	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
 }
 
+// DeliverActDataUpdatedParams defines parameters for DeliverActDataUpdated.
+type DeliverActDataUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActDeletedParams defines parameters for DeliverActDeleted.
+type DeliverActDeletedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
 // DeliverActDuplicatedParams defines parameters for DeliverActDuplicated.
 type DeliverActDuplicatedParams struct {
 	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
@@ -2476,6 +2863,114 @@ type DeliverActDuplicatedParams struct {
 
 // DeliverActFetchDataParams defines parameters for DeliverActFetchData.
 type DeliverActFetchDataParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActFinalizedParams defines parameters for DeliverActFinalized.
+type DeliverActFinalizedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActUpdatedParams defines parameters for DeliverActUpdated.
+type DeliverActUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientCreatedParams defines parameters for DeliverClientCreated.
+type DeliverClientCreatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientDeletedParams defines parameters for DeliverClientDeleted.
+type DeliverClientDeletedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientUpdatedParams defines parameters for DeliverClientUpdated.
+type DeliverClientUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverFetchRequestCompletedParams defines parameters for DeliverFetchRequestCompleted.
+type DeliverFetchRequestCompletedParams struct {
 	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
 	XSignature XSignature `json:"X-Signature"`
 
@@ -2567,11 +3062,35 @@ type SubmitConsentFormdataRequestBody = ConsentForm
 // DeliverActCreatedJSONRequestBody defines body for DeliverActCreated for application/json ContentType.
 type DeliverActCreatedJSONRequestBody = ActCreatedEvent
 
+// DeliverActDataUpdatedJSONRequestBody defines body for DeliverActDataUpdated for application/json ContentType.
+type DeliverActDataUpdatedJSONRequestBody = ActDataUpdatedEvent
+
+// DeliverActDeletedJSONRequestBody defines body for DeliverActDeleted for application/json ContentType.
+type DeliverActDeletedJSONRequestBody = ActDeletedEvent
+
 // DeliverActDuplicatedJSONRequestBody defines body for DeliverActDuplicated for application/json ContentType.
 type DeliverActDuplicatedJSONRequestBody = ActDuplicatedEvent
 
 // DeliverActFetchDataJSONRequestBody defines body for DeliverActFetchData for application/json ContentType.
 type DeliverActFetchDataJSONRequestBody = ActFetchDataEvent
+
+// DeliverActFinalizedJSONRequestBody defines body for DeliverActFinalized for application/json ContentType.
+type DeliverActFinalizedJSONRequestBody = ActFinalizedEvent
+
+// DeliverActUpdatedJSONRequestBody defines body for DeliverActUpdated for application/json ContentType.
+type DeliverActUpdatedJSONRequestBody = ActUpdatedEvent
+
+// DeliverClientCreatedJSONRequestBody defines body for DeliverClientCreated for application/json ContentType.
+type DeliverClientCreatedJSONRequestBody = ClientCreatedEvent
+
+// DeliverClientDeletedJSONRequestBody defines body for DeliverClientDeleted for application/json ContentType.
+type DeliverClientDeletedJSONRequestBody = ClientDeletedEvent
+
+// DeliverClientUpdatedJSONRequestBody defines body for DeliverClientUpdated for application/json ContentType.
+type DeliverClientUpdatedJSONRequestBody = ClientUpdatedEvent
+
+// DeliverFetchRequestCompletedJSONRequestBody defines body for DeliverFetchRequestCompleted for application/json ContentType.
+type DeliverFetchRequestCompletedJSONRequestBody = FetchRequestCompletedEvent
 
 // DeliverWebhookTestJSONRequestBody defines body for DeliverWebhookTest for application/json ContentType.
 type DeliverWebhookTestJSONRequestBody = WebhookTestEvent
@@ -37597,6 +38116,16 @@ type CallbackInitiatorInterface interface {
 
 	DeliverActCreated(ctx context.Context, targetURL string, params *DeliverActCreatedParams, body DeliverActCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeliverActDataUpdatedWithBody fires the actDataUpdated callback with any body
+	DeliverActDataUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActDataUpdated(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, body DeliverActDataUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverActDeletedWithBody fires the actDeleted callback with any body
+	DeliverActDeletedWithBody(ctx context.Context, targetURL string, params *DeliverActDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActDeleted(ctx context.Context, targetURL string, params *DeliverActDeletedParams, body DeliverActDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeliverActDuplicatedWithBody fires the actDuplicated callback with any body
 	DeliverActDuplicatedWithBody(ctx context.Context, targetURL string, params *DeliverActDuplicatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -37606,6 +38135,36 @@ type CallbackInitiatorInterface interface {
 	DeliverActFetchDataWithBody(ctx context.Context, targetURL string, params *DeliverActFetchDataParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	DeliverActFetchData(ctx context.Context, targetURL string, params *DeliverActFetchDataParams, body DeliverActFetchDataJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverActFinalizedWithBody fires the actFinalized callback with any body
+	DeliverActFinalizedWithBody(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActFinalized(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, body DeliverActFinalizedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverActUpdatedWithBody fires the actUpdated callback with any body
+	DeliverActUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActUpdated(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, body DeliverActUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverClientCreatedWithBody fires the clientCreated callback with any body
+	DeliverClientCreatedWithBody(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverClientCreated(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, body DeliverClientCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverClientDeletedWithBody fires the clientDeleted callback with any body
+	DeliverClientDeletedWithBody(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverClientDeleted(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, body DeliverClientDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverClientUpdatedWithBody fires the clientUpdated callback with any body
+	DeliverClientUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverClientUpdated(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, body DeliverClientUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverFetchRequestCompletedWithBody fires the fetchRequestCompleted callback with any body
+	DeliverFetchRequestCompletedWithBody(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverFetchRequestCompleted(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, body DeliverFetchRequestCompletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeliverWebhookTestWithBody fires the webhookTest callback with any body
 	DeliverWebhookTestWithBody(ctx context.Context, targetURL string, params *DeliverWebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -37627,6 +38186,54 @@ func (p *CallbackInitiator) DeliverActCreatedWithBody(ctx context.Context, targe
 
 func (p *CallbackInitiator) DeliverActCreated(ctx context.Context, targetURL string, params *DeliverActCreatedParams, body DeliverActCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeliverActCreatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDataUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDataUpdatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDataUpdated(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, body DeliverActDataUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDataUpdatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDeletedWithBody(ctx context.Context, targetURL string, params *DeliverActDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDeletedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDeleted(ctx context.Context, targetURL string, params *DeliverActDeletedParams, body DeliverActDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDeletedCallbackRequest(targetURL, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -37685,6 +38292,150 @@ func (p *CallbackInitiator) DeliverActFetchData(ctx context.Context, targetURL s
 	return p.Client.Do(req)
 }
 
+func (p *CallbackInitiator) DeliverActFinalizedWithBody(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActFinalizedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActFinalized(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, body DeliverActFinalizedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActFinalizedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActUpdatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActUpdated(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, body DeliverActUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActUpdatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientCreatedWithBody(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientCreatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientCreated(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, body DeliverClientCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientCreatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientDeletedWithBody(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientDeletedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientDeleted(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, body DeliverClientDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientDeletedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientUpdatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientUpdated(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, body DeliverClientUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientUpdatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverFetchRequestCompletedWithBody(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverFetchRequestCompletedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverFetchRequestCompleted(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, body DeliverFetchRequestCompletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverFetchRequestCompletedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
 func (p *CallbackInitiator) DeliverWebhookTestWithBody(ctx context.Context, targetURL string, params *DeliverWebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeliverWebhookTestCallbackRequestWithBody(targetURL, params, contentType, body)
 	if err != nil {
@@ -37722,6 +38473,168 @@ func NewDeliverActCreatedCallbackRequest(targetURL string, params *DeliverActCre
 
 // NewDeliverActCreatedCallbackRequestWithBody builds a POST request for the actCreated callback with any body
 func NewDeliverActCreatedCallbackRequestWithBody(targetURL string, params *DeliverActCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActDataUpdatedCallbackRequest builds a application/json POST request for the actDataUpdated callback
+func NewDeliverActDataUpdatedCallbackRequest(targetURL string, params *DeliverActDataUpdatedParams, body DeliverActDataUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActDataUpdatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActDataUpdatedCallbackRequestWithBody builds a POST request for the actDataUpdated callback with any body
+func NewDeliverActDataUpdatedCallbackRequestWithBody(targetURL string, params *DeliverActDataUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActDeletedCallbackRequest builds a application/json POST request for the actDeleted callback
+func NewDeliverActDeletedCallbackRequest(targetURL string, params *DeliverActDeletedParams, body DeliverActDeletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActDeletedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActDeletedCallbackRequestWithBody builds a POST request for the actDeleted callback with any body
+func NewDeliverActDeletedCallbackRequestWithBody(targetURL string, params *DeliverActDeletedParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 
@@ -37884,6 +38797,492 @@ func NewDeliverActFetchDataCallbackRequest(targetURL string, params *DeliverActF
 
 // NewDeliverActFetchDataCallbackRequestWithBody builds a POST request for the actFetchData callback with any body
 func NewDeliverActFetchDataCallbackRequestWithBody(targetURL string, params *DeliverActFetchDataParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActFinalizedCallbackRequest builds a application/json POST request for the actFinalized callback
+func NewDeliverActFinalizedCallbackRequest(targetURL string, params *DeliverActFinalizedParams, body DeliverActFinalizedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActFinalizedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActFinalizedCallbackRequestWithBody builds a POST request for the actFinalized callback with any body
+func NewDeliverActFinalizedCallbackRequestWithBody(targetURL string, params *DeliverActFinalizedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActUpdatedCallbackRequest builds a application/json POST request for the actUpdated callback
+func NewDeliverActUpdatedCallbackRequest(targetURL string, params *DeliverActUpdatedParams, body DeliverActUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActUpdatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActUpdatedCallbackRequestWithBody builds a POST request for the actUpdated callback with any body
+func NewDeliverActUpdatedCallbackRequestWithBody(targetURL string, params *DeliverActUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverClientCreatedCallbackRequest builds a application/json POST request for the clientCreated callback
+func NewDeliverClientCreatedCallbackRequest(targetURL string, params *DeliverClientCreatedParams, body DeliverClientCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverClientCreatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverClientCreatedCallbackRequestWithBody builds a POST request for the clientCreated callback with any body
+func NewDeliverClientCreatedCallbackRequestWithBody(targetURL string, params *DeliverClientCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverClientDeletedCallbackRequest builds a application/json POST request for the clientDeleted callback
+func NewDeliverClientDeletedCallbackRequest(targetURL string, params *DeliverClientDeletedParams, body DeliverClientDeletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverClientDeletedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverClientDeletedCallbackRequestWithBody builds a POST request for the clientDeleted callback with any body
+func NewDeliverClientDeletedCallbackRequestWithBody(targetURL string, params *DeliverClientDeletedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverClientUpdatedCallbackRequest builds a application/json POST request for the clientUpdated callback
+func NewDeliverClientUpdatedCallbackRequest(targetURL string, params *DeliverClientUpdatedParams, body DeliverClientUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverClientUpdatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverClientUpdatedCallbackRequestWithBody builds a POST request for the clientUpdated callback with any body
+func NewDeliverClientUpdatedCallbackRequestWithBody(targetURL string, params *DeliverClientUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverFetchRequestCompletedCallbackRequest builds a application/json POST request for the fetchRequestCompleted callback
+func NewDeliverFetchRequestCompletedCallbackRequest(targetURL string, params *DeliverFetchRequestCompletedParams, body DeliverFetchRequestCompletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverFetchRequestCompletedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverFetchRequestCompletedCallbackRequestWithBody builds a POST request for the fetchRequestCompleted callback with any body
+func NewDeliverFetchRequestCompletedCallbackRequestWithBody(targetURL string, params *DeliverFetchRequestCompletedParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 

@@ -1689,15 +1689,15 @@ export interface components {
             data: components["schemas"]["DataPoint"][];
         };
         /**
-         * @description Webhook event kinds.
+         * @description Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
          * @enum {string}
          */
-        EventKind: "act.fetch_data" | "act.created" | "act.duplicated";
+        EventKind: "act.fetch_data" | "act.created" | "act.duplicated" | "client.created" | "client.updated" | "client.deleted" | "act.updated" | "act.finalized" | "act.deleted" | "act.data_updated" | "fetch_request.completed";
         /**
-         * @description The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+         * @description The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
          * @enum {string}
          */
-        DeliveryEventKind: "act.fetch_data" | "act.created" | "act.duplicated" | "webhook.test";
+        DeliveryEventKind: "act.fetch_data" | "act.created" | "act.duplicated" | "client.created" | "client.updated" | "client.deleted" | "act.updated" | "act.finalized" | "act.deleted" | "act.data_updated" | "fetch_request.completed" | "webhook.test";
         /** @description A webhook registration (without its secret). */
         Webhook: {
             /**
@@ -2086,6 +2086,198 @@ export interface components {
              */
             occurred_at: string;
             data: components["schemas"]["ActDuplicatedPayload"];
+        };
+        /** @description The `data` of a `client.created`, `client.updated` or `client.deleted` event. */
+        ClientEventPayload: {
+            client: components["schemas"]["Client"];
+        };
+        /** @description The `data` of an `act.updated` or `act.finalized` event. */
+        ActEventPayload: {
+            act: components["schemas"]["Act"];
+        };
+        /** @description The `data` of an `act.deleted` event. */
+        ActDeletedPayload: {
+            /**
+             * Format: uuid
+             * @description The deleted act.
+             */
+            act_uuid: string;
+            /**
+             * Format: int64
+             * @description The client the act evaluated.
+             */
+            client_id: number;
+        };
+        /** @description The `data` of an `act.data_updated` event. */
+        ActDataUpdatedPayload: {
+            /**
+             * Format: uuid
+             * @description The act.
+             */
+            act_uuid: string;
+            /**
+             * Format: uuid
+             * @description The fetch request the values answered, or null for an edit.
+             */
+            fetch_request_id: string | null;
+            /** @description The changed data points, after the change. */
+            data: components["schemas"]["DataPoint"][];
+        };
+        /** @description The `data` of a `fetch_request.completed` event. */
+        FetchRequestCompletedPayload: {
+            fetch_request: components["schemas"]["FetchRequest"];
+        };
+        /** @description The `client.created` envelope. */
+        ClientCreatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `client.created`.
+             * @enum {string}
+             */
+            event: "client.created";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ClientEventPayload"];
+        };
+        /** @description The `client.updated` envelope. */
+        ClientUpdatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `client.updated`.
+             * @enum {string}
+             */
+            event: "client.updated";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ClientEventPayload"];
+        };
+        /** @description The `client.deleted` envelope. */
+        ClientDeletedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `client.deleted`.
+             * @enum {string}
+             */
+            event: "client.deleted";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ClientEventPayload"];
+        };
+        /** @description The `act.updated` envelope. */
+        ActUpdatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.updated`.
+             * @enum {string}
+             */
+            event: "act.updated";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActEventPayload"];
+        };
+        /** @description The `act.finalized` envelope. */
+        ActFinalizedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.finalized`.
+             * @enum {string}
+             */
+            event: "act.finalized";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActEventPayload"];
+        };
+        /** @description The `act.deleted` envelope. */
+        ActDeletedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.deleted`.
+             * @enum {string}
+             */
+            event: "act.deleted";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActDeletedPayload"];
+        };
+        /** @description The `act.data_updated` envelope. */
+        ActDataUpdatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.data_updated`.
+             * @enum {string}
+             */
+            event: "act.data_updated";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActDataUpdatedPayload"];
+        };
+        /** @description The `fetch_request.completed` envelope. */
+        FetchRequestCompletedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `fetch_request.completed`.
+             * @enum {string}
+             */
+            event: "fetch_request.completed";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["FetchRequestCompletedPayload"];
         };
         /** @description A token request. `authorization_code` needs `code` and `redirect_uri` (and `code_verifier` with PKCE); `refresh_token` needs `refresh_token`. Client credentials may instead come by HTTP Basic auth. */
         TokenRequest: {
