@@ -448,13 +448,13 @@ func (e EventKind) Valid() bool {
 
 // Defines values for FetchRequestCompletedEventEvent.
 const (
-	FetchRequestCompletedEventEventFetchRequestCompleted FetchRequestCompletedEventEvent = "fetch_request.completed"
+	FetchRequestCompletedKind FetchRequestCompletedEventEvent = "fetch_request.completed"
 )
 
 // Valid indicates whether the value is a known member of the FetchRequestCompletedEventEvent enum.
 func (e FetchRequestCompletedEventEvent) Valid() bool {
 	switch e {
-	case FetchRequestCompletedEventEventFetchRequestCompleted:
+	case FetchRequestCompletedKind:
 		return true
 	default:
 		return false
@@ -463,19 +463,19 @@ func (e FetchRequestCompletedEventEvent) Valid() bool {
 
 // Defines values for FetchRequestStatus.
 const (
-	FetchRequestStatusFetchRequestCompleted FetchRequestStatus = "completed"
-	FetchRequestStatusFetchRequestExpired   FetchRequestStatus = "expired"
-	FetchRequestStatusFetchRequestPending   FetchRequestStatus = "pending"
+	FetchRequestCompleted FetchRequestStatus = "completed"
+	FetchRequestExpired   FetchRequestStatus = "expired"
+	FetchRequestPending   FetchRequestStatus = "pending"
 )
 
 // Valid indicates whether the value is a known member of the FetchRequestStatus enum.
 func (e FetchRequestStatus) Valid() bool {
 	switch e {
-	case FetchRequestStatusFetchRequestCompleted:
+	case FetchRequestCompleted:
 		return true
-	case FetchRequestStatusFetchRequestExpired:
+	case FetchRequestExpired:
 		return true
-	case FetchRequestStatusFetchRequestPending:
+	case FetchRequestPending:
 		return true
 	default:
 		return false
