@@ -15,7 +15,7 @@ var (
 		"act.fetch_data", "act.created", "act.duplicated", "act.updated", "act.finalized", "act.deleted",
 		"act.data_updated", "fetch_request.completed", "client.created", "client.updated", "client.deleted",
 	}
-	sentOnly     = []string{"webhook.test"}
+	sentOnly = []string{"webhook.test"}
 )
 
 func TestEventsOfTheSpec(t *testing.T) {
