@@ -1036,6 +1036,78 @@ type Actor struct {
 // ActorType Who made a change.
 type ActorType string
 
+// AuditActor Who acted.
+type AuditActor struct {
+	// App The app's client id, for `app`.
+	App *string `json:"app"`
+
+	// Type `user` (in person), `app` (an OAuth app acting for `user_id`), `system` (the service) or `anonymous` (a sign-in with unknown or wrong credentials).
+	//
+	// Example: user
+	Type string `json:"type"`
+
+	// UserId The user, or the user the app acts for.
+	UserId *int64 `json:"user_id"`
+}
+
+// AuditRecord One audit record.
+type AuditRecord struct {
+	// Action What was done: `auth.sign_in`, `user.created`, `user.role_changed`, `user.deactivated`,
+	// `user.password_set`, `user.password_changed`, `user.one_time_password_issued`, `webhook.created`,
+	// `webhook.updated`, `webhook.disabled` (by a person, or by the service after a 410 or repeated failures),
+	// `webhook.deleted`, `webhook.secret_rotated`. An open set: new actions are added in minor versions.
+	//
+	//
+	// Example: webhook.secret_rotated
+	Action string `json:"action"`
+
+	// Actor Who acted.
+	Actor AuditActor `json:"actor"`
+
+	// Id The record's number in the tenant, in commit order.
+	Id int64 `json:"id"`
+
+	// OccurredAt When the action happened (UTC).
+	OccurredAt time.Time `json:"occurred_at"`
+
+	// Outcome `success`, or `failure` (a refused sign-in).
+	//
+	// Example: success
+	Outcome string `json:"outcome"`
+
+	// RequestId The request's id (the `request_id` response header; empty for the service's own actions).
+	RequestId string `json:"request_id"`
+
+	// SourceAddress The client's address, as the service saw it (empty for the service's own actions).
+	SourceAddress string `json:"source_address"`
+
+	// Target What the action was done to.
+	Target AuditTarget `json:"target"`
+
+	// UserAgent The client's User-Agent (at most 512 bytes; empty when none).
+	UserAgent string `json:"user_agent"`
+}
+
+// AuditRecordList A page of audit records.
+type AuditRecordList struct {
+	// Data The records on this page, newest first.
+	Data []AuditRecord `json:"data"`
+
+	// HasMore Whether another page follows in the direction read.
+	HasMore bool `json:"has_more"`
+}
+
+// AuditTarget What the action was done to.
+type AuditTarget struct {
+	// Id The target's id (empty when unknown, as for a sign-in with an unknown email).
+	Id string `json:"id"`
+
+	// Type `user`, `webhook`, ...
+	//
+	// Example: webhook
+	Type string `json:"type"`
+}
+
 // BulkDataItem One item of a bulk write. Name the data point by `id` (preferred), `template_field_id` or `template_field_key`; exactly one of `value` and `error`.
 type BulkDataItem struct {
 	// Error Why the fetch failed.
@@ -2445,6 +2517,63 @@ type ListActHistoryParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListAuditLogParams defines parameters for ListAuditLog.
+type ListAuditLogParams struct {
+	// ActorUserId Only records of actions by this user (in person, or through an app acting for them).
+	ActorUserId *int64 `form:"actor_user_id,omitempty" json:"actor_user_id,omitempty"`
+
+	// ActorApp Only records of actions by this app (its client id).
+	ActorApp *string `form:"actor_app,omitempty" json:"actor_app,omitempty"`
+
+	// Action Only records of this action (see `AuditRecord.action`).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// TargetType Only records about this kind of target (`user`, `webhook`, ...).
+	TargetType *string `form:"target_type,omitempty" json:"target_type,omitempty"`
+
+	// TargetId Only records about the target with this id.
+	TargetId *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// CreatedAfter Only records at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only records strictly before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// StartingAfter A record id; list the records older than it.
+	StartingAfter *int64 `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// EndingBefore A record id; list the records newer than it (the nearest ones, still newest first). Not with `starting_after`.
+	EndingBefore *int64 `form:"ending_before,omitempty" json:"ending_before,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ExportAuditLogParams defines parameters for ExportAuditLog.
+type ExportAuditLogParams struct {
+	// ActorUserId Only records of actions by this user (in person, or through an app acting for them).
+	ActorUserId *int64 `form:"actor_user_id,omitempty" json:"actor_user_id,omitempty"`
+
+	// ActorApp Only records of actions by this app (its client id).
+	ActorApp *string `form:"actor_app,omitempty" json:"actor_app,omitempty"`
+
+	// Action Only records of this action (see `AuditRecord.action`).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// TargetType Only records about this kind of target (`user`, `webhook`, ...).
+	TargetType *string `form:"target_type,omitempty" json:"target_type,omitempty"`
+
+	// TargetId Only records about the target with this id.
+	TargetId *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// CreatedAfter Only records at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only records strictly before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
 }
 
 // ListClientsParams defines parameters for ListClients.

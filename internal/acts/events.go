@@ -33,14 +33,16 @@ func (s *Store) emitAct(ctx context.Context, tx *gorm.DB, kind string, d *Detail
 
 // emitDataUpdated sends act.data_updated for the data points of dps whose
 // id is in changed (their values after the change, with their latest
-// fetch), when there are any.
-func (s *Store) emitDataUpdated(ctx context.Context, tx *gorm.DB, actUUID uuid.UUID, rid *uuid.UUID, dps []DataPoint, changed []int64, now time.Time) error {
+// fetch: fetch when the caller has it, read otherwise), when there are any.
+func (s *Store) emitDataUpdated(ctx context.Context, tx *gorm.DB, actUUID uuid.UUID, rid *uuid.UUID, dps []DataPoint, changed []int64, fetch map[int64]*FetchState, now time.Time) error {
 	if len(changed) == 0 {
 		return nil
 	}
-	fetch, err := latestFetch(ctx, tx, actUUID, changed, now)
-	if err != nil {
-		return err
+	if fetch == nil {
+		var err error
+		if fetch, err = latestFetch(ctx, tx, actUUID, changed, now); err != nil {
+			return err
+		}
 	}
 	out := models.ActDataUpdatedPayload{ActUuid: actUUID, FetchRequestId: rid, Data: []models.DataPoint{}}
 	for i := range dps {
@@ -71,7 +73,7 @@ func (s *Store) emitCompleted(ctx context.Context, tx *gorm.DB, v *FetchView, no
 // when no external field awaits an integration.
 func (s *Store) emitBuiltinFills(ctx context.Context, tx *gorm.DB, sel *fetchSelection, v *FetchView, now time.Time) error {
 	rid := v.Request.ID
-	if err := s.emitDataUpdated(ctx, tx, sel.act.UUID, &rid, sel.dps, v.filled, now); err != nil {
+	if err := s.emitDataUpdated(ctx, tx, sel.act.UUID, &rid, sel.dps, v.filled, nil, now); err != nil {
 		return err
 	}
 	return s.emitCompleted(ctx, tx, v, now)

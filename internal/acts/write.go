@@ -502,7 +502,7 @@ func (s *Store) emitWrite(ctx context.Context, tx *gorm.DB, t *writeTarget, out 
 	if t.req != nil {
 		rid = &t.req.ID
 	}
-	if err := s.emitDataUpdated(ctx, tx, t.act.UUID, rid, out.Data, ch.values, now); err != nil {
+	if err := s.emitDataUpdated(ctx, tx, t.act.UUID, rid, out.Data, ch.values, out.Fetch, now); err != nil {
 		return err
 	}
 	if t.req == nil || !ch.fields {

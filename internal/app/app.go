@@ -39,6 +39,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/authcache"
 	"github.com/finsvc/finsvc/internal/clients"
 	"github.com/finsvc/finsvc/internal/config"
@@ -324,6 +325,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Acts: &acts.Store{DB: a.db, Outbox: wh.Outbox, Clients: clientStore, Templates: templateStore,
 			Window: cfg.FetchWindow, Clock: o.now},
 		Webhooks: wh.Registry,
+		Audit:    audit.NewLog(a.db),
 	}
 	a.services = services
 	// The console calls the same stores as the API, with the sign-in

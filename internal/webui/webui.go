@@ -151,6 +151,8 @@ func (cs *Console) handle(h handler) echo.HandlerFunc {
 			return c.Redirect(http.StatusFound, web.PasswordPath+"?next="+url.QueryEscape(next))
 		}
 		r := &req{Context: c, user: u, p: &auth.Principal{TenantID: tenant.ID(c.Request().Context()), UserID: u.ID, Role: u.Role}, pol: cs.d.Policy}
+		// The stores see who acts (the audit log), as behind a bearer token.
+		c.SetRequest(c.Request().WithContext(auth.NewContext(c.Request().Context(), r.p)))
 		if err := h(r); err != nil {
 			return cs.fail(c, u, err)
 		}
