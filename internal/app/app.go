@@ -279,6 +279,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	}
 	a.janitor = oauth.NewJanitor(a.db, a.log)
 	a.retention = retention.New(a.db, cfg.EventRetention, a.log)
+	a.retention.AuditRetention = cfg.AuditRetention
 	a.stats = janitor.NewStatistics(a.db, a.log)
 	a.metrics = metrics.New(a.db)
 
