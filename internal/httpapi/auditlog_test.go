@@ -52,7 +52,7 @@ func TestAuditLog(t *testing.T) {
 		}
 		type want struct {
 			action, targetType, targetID, outcome, actorType string
-			actor                                           *int64
+			actor                                            *int64
 		}
 		var wants []want
 		by := func(action, typ string, id int64) {
