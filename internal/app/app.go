@@ -332,7 +332,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// The console calls the same stores as the API, with the sign-in
 	// pages' sessions.
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Logger: a.log, Policy: policy})
+		Users: services.Users, Audit: services.Audit, Logger: a.log, Policy: policy})
 	if err != nil {
 		return nil, err
 	}
