@@ -41,6 +41,11 @@ func (h *Handlers) ListAuditLog(ctx context.Context, req apiserver.ListAuditLogR
 func (h *Handlers) ExportAuditLog(ctx context.Context, req apiserver.ExportAuditLogRequestObject) (apiserver.ExportAuditLogResponseObject, error) {
 	p := req.Params
 	f := auditFilter(p.ActorUserId, p.ActorApp, p.Action, p.TargetType, p.TargetId, p.CreatedAfter, p.CreatedBefore)
+	// One cheap read before the 200 goes out: a database that cannot
+	// answer is a 503 in the error format, not an empty export.
+	if _, _, err := h.svc.Audit.List(ctx, audit.Filter{Limit: 1}); err != nil {
+		return nil, err
+	}
 	pr, pw := io.Pipe()
 	go func() {
 		enc := json.NewEncoder(pw)
