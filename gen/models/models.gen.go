@@ -25,6 +25,36 @@ func (e ActCreatedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ActDataUpdatedEventEvent.
+const (
+	ActDataUpdated ActDataUpdatedEventEvent = "act.data_updated"
+)
+
+// Valid indicates whether the value is a known member of the ActDataUpdatedEventEvent enum.
+func (e ActDataUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ActDataUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActDeletedEventEvent.
+const (
+	ActDeleted ActDeletedEventEvent = "act.deleted"
+)
+
+// Valid indicates whether the value is a known member of the ActDeletedEventEvent enum.
+func (e ActDeletedEventEvent) Valid() bool {
+	switch e {
+	case ActDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActDuplicatedEventEvent.
 const (
 	ActDuplicated ActDuplicatedEventEvent = "act.duplicated"
@@ -55,6 +85,21 @@ func (e ActFetchDataEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ActFinalizedEventEvent.
+const (
+	ActFinalized ActFinalizedEventEvent = "act.finalized"
+)
+
+// Valid indicates whether the value is a known member of the ActFinalizedEventEvent enum.
+func (e ActFinalizedEventEvent) Valid() bool {
+	switch e {
+	case ActFinalized:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActStatus.
 const (
 	ActStatusDraft ActStatus = "draft"
@@ -67,6 +112,21 @@ func (e ActStatus) Valid() bool {
 	case ActStatusDraft:
 		return true
 	case ActStatusFinal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActUpdatedEventEvent.
+const (
+	ActUpdated ActUpdatedEventEvent = "act.updated"
+)
+
+// Valid indicates whether the value is a known member of the ActUpdatedEventEvent enum.
+func (e ActUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ActUpdated:
 		return true
 	default:
 		return false
@@ -88,6 +148,51 @@ func (e ActorType) Valid() bool {
 	case ActorSystem:
 		return true
 	case ActorUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientCreatedEventEvent.
+const (
+	ClientCreated ClientCreatedEventEvent = "client.created"
+)
+
+// Valid indicates whether the value is a known member of the ClientCreatedEventEvent enum.
+func (e ClientCreatedEventEvent) Valid() bool {
+	switch e {
+	case ClientCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientDeletedEventEvent.
+const (
+	ClientDeleted ClientDeletedEventEvent = "client.deleted"
+)
+
+// Valid indicates whether the value is a known member of the ClientDeletedEventEvent enum.
+func (e ClientDeletedEventEvent) Valid() bool {
+	switch e {
+	case ClientDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientUpdatedEventEvent.
+const (
+	ClientUpdated ClientUpdatedEventEvent = "client.updated"
+)
+
+// Valid indicates whether the value is a known member of the ClientUpdatedEventEvent enum.
+func (e ClientUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ClientUpdated:
 		return true
 	default:
 		return false
@@ -150,10 +255,18 @@ func (e ConsentFormDecision) Valid() bool {
 
 // Defines values for DeliveryEventKind.
 const (
-	DeliveryActCreated    DeliveryEventKind = "act.created"
-	DeliveryActDuplicated DeliveryEventKind = "act.duplicated"
-	DeliveryActFetchData  DeliveryEventKind = "act.fetch_data"
-	DeliveryWebhookTest   DeliveryEventKind = "webhook.test"
+	DeliveryActCreated            DeliveryEventKind = "act.created"
+	DeliveryActDataUpdated        DeliveryEventKind = "act.data_updated"
+	DeliveryActDeleted            DeliveryEventKind = "act.deleted"
+	DeliveryActDuplicated         DeliveryEventKind = "act.duplicated"
+	DeliveryActFetchData          DeliveryEventKind = "act.fetch_data"
+	DeliveryActFinalized          DeliveryEventKind = "act.finalized"
+	DeliveryActUpdated            DeliveryEventKind = "act.updated"
+	DeliveryClientCreated         DeliveryEventKind = "client.created"
+	DeliveryClientDeleted         DeliveryEventKind = "client.deleted"
+	DeliveryClientUpdated         DeliveryEventKind = "client.updated"
+	DeliveryFetchRequestCompleted DeliveryEventKind = "fetch_request.completed"
+	DeliveryWebhookTest           DeliveryEventKind = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the DeliveryEventKind enum.
@@ -161,9 +274,25 @@ func (e DeliveryEventKind) Valid() bool {
 	switch e {
 	case DeliveryActCreated:
 		return true
+	case DeliveryActDataUpdated:
+		return true
+	case DeliveryActDeleted:
+		return true
 	case DeliveryActDuplicated:
 		return true
 	case DeliveryActFetchData:
+		return true
+	case DeliveryActFinalized:
+		return true
+	case DeliveryActUpdated:
+		return true
+	case DeliveryClientCreated:
+		return true
+	case DeliveryClientDeleted:
+		return true
+	case DeliveryClientUpdated:
+		return true
+	case DeliveryFetchRequestCompleted:
 		return true
 	case DeliveryWebhookTest:
 		return true
@@ -264,9 +393,17 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for EventKind.
 const (
-	EventActCreated    EventKind = "act.created"
-	EventActDuplicated EventKind = "act.duplicated"
-	EventActFetchData  EventKind = "act.fetch_data"
+	EventActCreated            EventKind = "act.created"
+	EventActDataUpdated        EventKind = "act.data_updated"
+	EventActDeleted            EventKind = "act.deleted"
+	EventActDuplicated         EventKind = "act.duplicated"
+	EventActFetchData          EventKind = "act.fetch_data"
+	EventActFinalized          EventKind = "act.finalized"
+	EventActUpdated            EventKind = "act.updated"
+	EventClientCreated         EventKind = "client.created"
+	EventClientDeleted         EventKind = "client.deleted"
+	EventClientUpdated         EventKind = "client.updated"
+	EventFetchRequestCompleted EventKind = "fetch_request.completed"
 )
 
 // Valid indicates whether the value is a known member of the EventKind enum.
@@ -274,9 +411,40 @@ func (e EventKind) Valid() bool {
 	switch e {
 	case EventActCreated:
 		return true
+	case EventActDataUpdated:
+		return true
+	case EventActDeleted:
+		return true
 	case EventActDuplicated:
 		return true
 	case EventActFetchData:
+		return true
+	case EventActFinalized:
+		return true
+	case EventActUpdated:
+		return true
+	case EventClientCreated:
+		return true
+	case EventClientDeleted:
+		return true
+	case EventClientUpdated:
+		return true
+	case EventFetchRequestCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FetchRequestCompletedEventEvent.
+const (
+	FetchRequestCompletedKind FetchRequestCompletedEventEvent = "fetch_request.completed"
+)
+
+// Valid indicates whether the value is a known member of the FetchRequestCompletedEventEvent enum.
+func (e FetchRequestCompletedEventEvent) Valid() bool {
+	switch e {
+	case FetchRequestCompletedKind:
 		return true
 	default:
 		return false
@@ -667,6 +835,63 @@ type ActCreatedPayload struct {
 	Act Act `json:"act"`
 }
 
+// ActDataUpdatedEvent The `act.data_updated` envelope.
+type ActDataUpdatedEvent struct {
+	// Data The `data` of an `act.data_updated` event.
+	Data ActDataUpdatedPayload `json:"data"`
+
+	// Event Always `act.data_updated`.
+	Event ActDataUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActDataUpdatedEventEvent Always `act.data_updated`.
+type ActDataUpdatedEventEvent string
+
+// ActDataUpdatedPayload The `data` of an `act.data_updated` event.
+type ActDataUpdatedPayload struct {
+	// ActUuid The act.
+	ActUuid openapi_types.UUID `json:"act_uuid"`
+
+	// Data The changed data points, after the change.
+	Data []DataPoint `json:"data"`
+
+	// FetchRequestId The fetch request the values answered, or null for an edit.
+	FetchRequestId *openapi_types.UUID `json:"fetch_request_id"`
+}
+
+// ActDeletedEvent The `act.deleted` envelope.
+type ActDeletedEvent struct {
+	// Data The `data` of an `act.deleted` event.
+	Data ActDeletedPayload `json:"data"`
+
+	// Event Always `act.deleted`.
+	Event ActDeletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActDeletedEventEvent Always `act.deleted`.
+type ActDeletedEventEvent string
+
+// ActDeletedPayload The `data` of an `act.deleted` event.
+type ActDeletedPayload struct {
+	// ActUuid The deleted act.
+	ActUuid openapi_types.UUID `json:"act_uuid"`
+
+	// ClientId The client the act evaluated.
+	ClientId int64 `json:"client_id"`
+}
+
 // ActDuplicatedEvent The `act.duplicated` envelope.
 type ActDuplicatedEvent struct {
 	// Data The `data` of an `act.duplicated` event.
@@ -692,6 +917,12 @@ type ActDuplicatedPayload struct {
 
 	// SourceActUuid The act that was duplicated.
 	SourceActUuid openapi_types.UUID `json:"source_act_uuid"`
+}
+
+// ActEventPayload The `data` of an `act.updated` or `act.finalized` event.
+type ActEventPayload struct {
+	// Act A financial act with its data points.
+	Act Act `json:"act"`
 }
 
 // ActFetchDataEvent The `act.fetch_data` envelope.
@@ -729,6 +960,24 @@ type ActFetchDataPayload struct {
 	// RequestedAt When the user asked (UTC).
 	RequestedAt time.Time `json:"requested_at"`
 }
+
+// ActFinalizedEvent The `act.finalized` envelope.
+type ActFinalizedEvent struct {
+	// Data The `data` of an `act.updated` or `act.finalized` event.
+	Data ActEventPayload `json:"data"`
+
+	// Event Always `act.finalized`.
+	Event ActFinalizedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActFinalizedEventEvent Always `act.finalized`.
+type ActFinalizedEventEvent string
 
 // ActList A page of acts.
 type ActList struct {
@@ -772,6 +1021,24 @@ type ActUpdate struct {
 	Title string `json:"title"`
 }
 
+// ActUpdatedEvent The `act.updated` envelope.
+type ActUpdatedEvent struct {
+	// Data The `data` of an `act.updated` or `act.finalized` event.
+	Data ActEventPayload `json:"data"`
+
+	// Event Always `act.updated`.
+	Event ActUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActUpdatedEventEvent Always `act.updated`.
+type ActUpdatedEventEvent string
+
 // Actor Who made a change. `app` when an integration wrote through its token (with the user it acts for).
 type Actor struct {
 	// Id The user id, or the app's client id.
@@ -786,6 +1053,78 @@ type Actor struct {
 
 // ActorType Who made a change.
 type ActorType string
+
+// AuditActor Who acted.
+type AuditActor struct {
+	// App The app's client id, for `app`.
+	App *string `json:"app"`
+
+	// Type `user` (in person), `app` (an OAuth app acting for `user_id`), `system` (the service) or `anonymous` (a sign-in with unknown or wrong credentials).
+	//
+	// Example: user
+	Type string `json:"type"`
+
+	// UserId The user, or the user the app acts for.
+	UserId *int64 `json:"user_id"`
+}
+
+// AuditRecord One audit record.
+type AuditRecord struct {
+	// Action What was done: `auth.sign_in`, `user.created`, `user.role_changed`, `user.deactivated`,
+	// `user.password_set`, `user.password_changed`, `user.one_time_password_issued`, `webhook.created`,
+	// `webhook.updated`, `webhook.disabled` (by a person, or by the service after a 410 or repeated failures),
+	// `webhook.deleted`, `webhook.secret_rotated`. An open set: new actions are added in minor versions.
+	//
+	//
+	// Example: webhook.secret_rotated
+	Action string `json:"action"`
+
+	// Actor Who acted.
+	Actor AuditActor `json:"actor"`
+
+	// Id The record's number in the tenant, in commit order.
+	Id int64 `json:"id"`
+
+	// OccurredAt When the action happened (UTC).
+	OccurredAt time.Time `json:"occurred_at"`
+
+	// Outcome `success`, or `failure` (a refused sign-in).
+	//
+	// Example: success
+	Outcome string `json:"outcome"`
+
+	// RequestId The request's id (the `request_id` response header; empty for the service's own actions).
+	RequestId string `json:"request_id"`
+
+	// SourceAddress The client's address, as the service saw it (empty for the service's own actions).
+	SourceAddress string `json:"source_address"`
+
+	// Target What the action was done to.
+	Target AuditTarget `json:"target"`
+
+	// UserAgent The client's User-Agent (at most 512 bytes; empty when none).
+	UserAgent string `json:"user_agent"`
+}
+
+// AuditRecordList A page of audit records.
+type AuditRecordList struct {
+	// Data The records on this page, newest first.
+	Data []AuditRecord `json:"data"`
+
+	// HasMore Whether another page follows in the direction read.
+	HasMore bool `json:"has_more"`
+}
+
+// AuditTarget What the action was done to.
+type AuditTarget struct {
+	// Id The target's id (empty when unknown, as for a sign-in with an unknown email).
+	Id string `json:"id"`
+
+	// Type `user`, `webhook`, ...
+	//
+	// Example: webhook
+	Type string `json:"type"`
+}
 
 // BulkDataItem One item of a bulk write. Name the data point by `id` (preferred), `template_field_id` or `template_field_key`; exactly one of `value` and `error`.
 type BulkDataItem struct {
@@ -862,6 +1201,48 @@ type ClientCreate struct {
 	OrgNumber string `json:"org_number"`
 }
 
+// ClientCreatedEvent The `client.created` envelope.
+type ClientCreatedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.created`.
+	Event ClientCreatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientCreatedEventEvent Always `client.created`.
+type ClientCreatedEventEvent string
+
+// ClientDeletedEvent The `client.deleted` envelope.
+type ClientDeletedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.deleted`.
+	Event ClientDeletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientDeletedEventEvent Always `client.deleted`.
+type ClientDeletedEventEvent string
+
+// ClientEventPayload The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+type ClientEventPayload struct {
+	// Client A client record.
+	Client Client `json:"client"`
+}
+
 // ClientList A page of clients.
 type ClientList struct {
 	// Data The clients on this page.
@@ -885,6 +1266,24 @@ type ClientUpdate struct {
 	// OrgNumber Organization number.
 	OrgNumber *string `json:"org_number,omitempty"`
 }
+
+// ClientUpdatedEvent The `client.updated` envelope.
+type ClientUpdatedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.updated`.
+	Event ClientUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientUpdatedEventEvent Always `client.updated`.
+type ClientUpdatedEventEvent string
 
 // ColumnType The type of a table column; any scalar field type.
 type ColumnType string
@@ -1050,7 +1449,7 @@ type Delivery struct {
 	// CreatedAt When the delivery was queued.
 	CreatedAt time.Time `json:"created_at"`
 
-	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event DeliveryEventKind `json:"event"`
 
 	// EventId The event id (the envelope's `id`, also `webhook-id`).
@@ -1081,7 +1480,7 @@ type Delivery struct {
 	WebhookId int64 `json:"webhook_id"`
 }
 
-// DeliveryEventKind The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+// DeliveryEventKind The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 type DeliveryEventKind string
 
 // DeliveryList A page of deliveries.
@@ -1187,7 +1586,7 @@ type EventAct struct {
 	Uuid openapi_types.UUID `json:"uuid"`
 }
 
-// EventKind Webhook event kinds.
+// EventKind Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 type EventKind string
 
 // EventList A page of events, newest first. No total is given.
@@ -1240,6 +1639,30 @@ type FetchRequest struct {
 
 	// Status `pending` until no field is awaiting, then `completed`; `expired` once past `expires_at` with fields still awaiting.
 	Status FetchRequestStatus `json:"status"`
+}
+
+// FetchRequestCompletedEvent The `fetch_request.completed` envelope.
+type FetchRequestCompletedEvent struct {
+	// Data The `data` of a `fetch_request.completed` event.
+	Data FetchRequestCompletedPayload `json:"data"`
+
+	// Event Always `fetch_request.completed`.
+	Event FetchRequestCompletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// FetchRequestCompletedEventEvent Always `fetch_request.completed`.
+type FetchRequestCompletedEventEvent string
+
+// FetchRequestCompletedPayload The `data` of a `fetch_request.completed` event.
+type FetchRequestCompletedPayload struct {
+	// FetchRequest A request to refresh data points of an act.
+	FetchRequest FetchRequest `json:"fetch_request"`
 }
 
 // FetchRequestCreate The data points to refresh.
@@ -1800,7 +2223,7 @@ type Webhook struct {
 	// DisabledReason Why the service deactivated it (the target answered 410, or every attempt failed for 5 days).
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
@@ -1825,7 +2248,7 @@ type Webhook struct {
 
 // WebhookCreate A new registration.
 type WebhookCreate struct {
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Target An HTTPS URL.
@@ -1933,7 +2356,7 @@ type WebhookWithSecret struct {
 	// DisabledReason Why the service deactivated it.
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
@@ -2185,6 +2608,63 @@ type ListActHistoryParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListAuditLogParams defines parameters for ListAuditLog.
+type ListAuditLogParams struct {
+	// ActorUserId Only records of actions by this user (in person, or through an app acting for them).
+	ActorUserId *int64 `form:"actor_user_id,omitempty" json:"actor_user_id,omitempty"`
+
+	// ActorApp Only records of actions by this app (its client id).
+	ActorApp *string `form:"actor_app,omitempty" json:"actor_app,omitempty"`
+
+	// Action Only records of this action (see `AuditRecord.action`).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// TargetType Only records about this kind of target (`user`, `webhook`, ...).
+	TargetType *string `form:"target_type,omitempty" json:"target_type,omitempty"`
+
+	// TargetId Only records about the target with this id.
+	TargetId *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// CreatedAfter Only records at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only records strictly before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// StartingAfter A record id; list the records older than it.
+	StartingAfter *int64 `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// EndingBefore A record id; list the records newer than it (the nearest ones, still newest first). Not with `starting_after`.
+	EndingBefore *int64 `form:"ending_before,omitempty" json:"ending_before,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ExportAuditLogParams defines parameters for ExportAuditLog.
+type ExportAuditLogParams struct {
+	// ActorUserId Only records of actions by this user (in person, or through an app acting for them).
+	ActorUserId *int64 `form:"actor_user_id,omitempty" json:"actor_user_id,omitempty"`
+
+	// ActorApp Only records of actions by this app (its client id).
+	ActorApp *string `form:"actor_app,omitempty" json:"actor_app,omitempty"`
+
+	// Action Only records of this action (see `AuditRecord.action`).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// TargetType Only records about this kind of target (`user`, `webhook`, ...).
+	TargetType *string `form:"target_type,omitempty" json:"target_type,omitempty"`
+
+	// TargetId Only records about the target with this id.
+	TargetId *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// CreatedAfter Only records at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only records strictly before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
 }
 
 // ListClientsParams defines parameters for ListClients.
@@ -2541,6 +3021,42 @@ type DeliverActCreatedParams struct {
 	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
 }
 
+// DeliverActDataUpdatedParams defines parameters for DeliverActDataUpdated.
+type DeliverActDataUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActDeletedParams defines parameters for DeliverActDeleted.
+type DeliverActDeletedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
 // DeliverActDuplicatedParams defines parameters for DeliverActDuplicated.
 type DeliverActDuplicatedParams struct {
 	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
@@ -2561,6 +3077,114 @@ type DeliverActDuplicatedParams struct {
 
 // DeliverActFetchDataParams defines parameters for DeliverActFetchData.
 type DeliverActFetchDataParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActFinalizedParams defines parameters for DeliverActFinalized.
+type DeliverActFinalizedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActUpdatedParams defines parameters for DeliverActUpdated.
+type DeliverActUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientCreatedParams defines parameters for DeliverClientCreated.
+type DeliverClientCreatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientDeletedParams defines parameters for DeliverClientDeleted.
+type DeliverClientDeletedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientUpdatedParams defines parameters for DeliverClientUpdated.
+type DeliverClientUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverFetchRequestCompletedParams defines parameters for DeliverFetchRequestCompleted.
+type DeliverFetchRequestCompletedParams struct {
 	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
 	XSignature XSignature `json:"X-Signature"`
 
@@ -2652,11 +3276,35 @@ type SubmitConsentFormdataRequestBody = ConsentForm
 // DeliverActCreatedJSONRequestBody defines body for DeliverActCreated for application/json ContentType.
 type DeliverActCreatedJSONRequestBody = ActCreatedEvent
 
+// DeliverActDataUpdatedJSONRequestBody defines body for DeliverActDataUpdated for application/json ContentType.
+type DeliverActDataUpdatedJSONRequestBody = ActDataUpdatedEvent
+
+// DeliverActDeletedJSONRequestBody defines body for DeliverActDeleted for application/json ContentType.
+type DeliverActDeletedJSONRequestBody = ActDeletedEvent
+
 // DeliverActDuplicatedJSONRequestBody defines body for DeliverActDuplicated for application/json ContentType.
 type DeliverActDuplicatedJSONRequestBody = ActDuplicatedEvent
 
 // DeliverActFetchDataJSONRequestBody defines body for DeliverActFetchData for application/json ContentType.
 type DeliverActFetchDataJSONRequestBody = ActFetchDataEvent
+
+// DeliverActFinalizedJSONRequestBody defines body for DeliverActFinalized for application/json ContentType.
+type DeliverActFinalizedJSONRequestBody = ActFinalizedEvent
+
+// DeliverActUpdatedJSONRequestBody defines body for DeliverActUpdated for application/json ContentType.
+type DeliverActUpdatedJSONRequestBody = ActUpdatedEvent
+
+// DeliverClientCreatedJSONRequestBody defines body for DeliverClientCreated for application/json ContentType.
+type DeliverClientCreatedJSONRequestBody = ClientCreatedEvent
+
+// DeliverClientDeletedJSONRequestBody defines body for DeliverClientDeleted for application/json ContentType.
+type DeliverClientDeletedJSONRequestBody = ClientDeletedEvent
+
+// DeliverClientUpdatedJSONRequestBody defines body for DeliverClientUpdated for application/json ContentType.
+type DeliverClientUpdatedJSONRequestBody = ClientUpdatedEvent
+
+// DeliverFetchRequestCompletedJSONRequestBody defines body for DeliverFetchRequestCompleted for application/json ContentType.
+type DeliverFetchRequestCompletedJSONRequestBody = FetchRequestCompletedEvent
 
 // DeliverWebhookTestJSONRequestBody defines body for DeliverWebhookTest for application/json ContentType.
 type DeliverWebhookTestJSONRequestBody = WebhookTestEvent

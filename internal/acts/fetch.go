@@ -52,8 +52,14 @@ func (s *Store) CreateRequest(ctx context.Context, p *auth.Principal, actUUID uu
 		}
 		now := s.now()
 		out, err = s.persistRequest(ctx, tx, p, sel, now)
-		if err != nil || !sel.external {
+		if err != nil {
 			return err
+		}
+		if err := s.emitBuiltinFills(ctx, tx, sel, out, now); err != nil {
+			return err
+		}
+		if !sel.external {
+			return nil
 		}
 		return s.emitFetchData(ctx, tx, sel, &out.Request, now)
 	})
@@ -158,6 +164,7 @@ func (s *Store) persistRequest(ctx context.Context, tx *gorm.DB, p *auth.Princip
 			w, h := fillBuiltin(d, c, sel.act, &f, now)
 			if w != nil {
 				writes = append(writes, *w)
+				view.filled = append(view.filled, d.ID)
 			}
 			sysHist = append(sysHist, h)
 		}
@@ -290,20 +297,25 @@ func (s *Store) GetRequest(ctx context.Context, actUUID, id uuid.UUID) (_ *Fetch
 	if res.RowsAffected == 0 {
 		return nil, requestNotFound()
 	}
+	return requestView(ctx, s.DB.DB, &req, s.now())
+}
+
+// requestView loads req's fields through q (the database, or a
+// transaction that sees its own writes) with their states as of now.
+func requestView(ctx context.Context, q *gorm.DB, req *FetchRequest, now time.Time) (*FetchView, error) {
 	var rows []FetchFieldView
-	if err := tenant.Scope(ctx, s.DB.DB.Table("fetch_request_fields")).
+	if err := tenant.Scope(ctx, q.Table("fetch_request_fields")).
 		Select("fetch_request_fields.data_point_id, dp.key, fetch_request_fields.external, fetch_request_fields.state, fetch_request_fields.error").
 		Joins("JOIN data_points dp ON dp.tenant_id = fetch_request_fields.tenant_id AND dp.id = fetch_request_fields.data_point_id").
 		Where("fetch_request_fields.fetch_request_id = ?", req.ID).
 		Order("dp.position, dp.id").Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("load request fields: %w", err)
 	}
-	now := s.now()
 	for i := range rows {
 		rows[i].State = derivedState(rows[i].State, req.ExpiresAt, now)
 	}
-	v := &FetchView{Request: req, Fields: rows}
-	v.Status = requestStatus(&req, v.Fields, now)
+	v := &FetchView{Request: *req, Fields: rows}
+	v.Status = requestStatus(req, v.Fields, now)
 	return v, nil
 }
 

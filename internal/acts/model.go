@@ -240,6 +240,9 @@ type FetchView struct {
 	Request FetchRequest
 	Status  RequestStatus
 	Fields  []FetchFieldView
+	// filled are the data points whose value a built-in fill wrote when
+	// the request was created (act.data_updated).
+	filled []int64
 }
 
 // FetchFieldView is one selected field with its derived state.

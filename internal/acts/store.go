@@ -472,8 +472,10 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, actUUID uuid.UUID
 		if err := Record(ctx, tx, UserActor(p), now, HistoryEntry{ActUUID: a.UUID, Kind: KindActUpdated, OldValue: &old, NewValue: &title}); err != nil {
 			return err
 		}
-		out, err = s.detail(ctx, tx, a)
-		return err
+		if out, err = s.detail(ctx, tx, a); err != nil {
+			return err
+		}
+		return s.emitAct(ctx, tx, outbox.ActUpdated, out)
 	})
 	return out, err
 }
@@ -504,8 +506,10 @@ func (s *Store) Finalize(ctx context.Context, p *auth.Principal, actUUID uuid.UU
 		if err := Record(ctx, tx, UserActor(p), now, HistoryEntry{ActUUID: a.UUID, Kind: KindActFinalized}); err != nil {
 			return err
 		}
-		out, err = s.detail(ctx, tx, a)
-		return err
+		if out, err = s.detail(ctx, tx, a); err != nil {
+			return err
+		}
+		return s.emitAct(ctx, tx, outbox.ActFinalized, out)
 	})
 	return out, err
 }
@@ -584,7 +588,10 @@ func (s *Store) Delete(ctx context.Context, actUUID uuid.UUID) (err error) {
 		if err := tombstones.Record(ctx, tx, tombstones.Acts, a.UUID.String(), &a.ClientID, at); err != nil {
 			return err
 		}
-		return tenant.Scope(ctx, tx).Where("uuid = ?", a.UUID).Delete(&Act{}).Error
+		if err := tenant.Scope(ctx, tx).Where("uuid = ?", a.UUID).Delete(&Act{}).Error; err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, outbox.ActDeleted, at, models.ActDeletedPayload{ActUuid: a.UUID, ClientId: a.ClientID})
 	})
 }
 

@@ -131,7 +131,8 @@ func (s *Store) WriteData(ctx context.Context, p *auth.Principal, actUUID uuid.U
 				return err
 			}
 		}
-		if err := applyItems(ctx, tx, p, t.act, t.req, items, now); err != nil {
+		changed, err := applyItems(ctx, tx, p, t.act, t.req, items, now)
+		if err != nil {
 			return err
 		}
 		out = &WriteResult{Data: make([]DataPoint, len(items))}
@@ -142,8 +143,10 @@ func (s *Store) WriteData(ctx context.Context, p *auth.Principal, actUUID uuid.U
 		if t.req != nil {
 			out.FetchRequestID = &t.req.ID
 		}
-		out.Fetch, err = latestFetch(ctx, tx, t.act.UUID, ids, now)
-		return err
+		if out.Fetch, err = latestFetch(ctx, tx, t.act.UUID, ids, now); err != nil {
+			return err
+		}
+		return s.emitWrite(ctx, tx, t, out, changed, now)
 	})
 	return out, err
 }
@@ -409,8 +412,10 @@ func (it *resolved) conflict(req *FetchRequest, now time.Time) (string, error) {
 }
 
 // applyItems is step 3: one UPDATE of the data points, one of the request's
-// fields, one of the act, and the history in one batch.
-func applyItems(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req *FetchRequest, items []resolved, now time.Time) error {
+// fields, one of the act, and the history in one batch. It returns the
+// change: the data points whose value it wrote and whether it changed a
+// field of the request.
+func applyItems(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req *FetchRequest, items []resolved, now time.Time) (applied, error) {
 	var (
 		dw   []dpWrite
 		fw   []fieldWrite
@@ -453,14 +458,18 @@ func applyItems(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req
 		}
 	}
 	if len(hist) == 0 {
-		return nil
+		return applied{}, nil
+	}
+	ch := applied{fields: len(fw) > 0}
+	for _, w := range dw {
+		ch.values = append(ch.values, w.ID)
 	}
 	if err := updateDataPoints(ctx, tx, dw, now); err != nil {
-		return err
+		return ch, err
 	}
 	if req != nil {
 		if err := updateFields(ctx, tx, req.ID, fw, now); err != nil {
-			return err
+			return ch, err
 		}
 	}
 	if len(dw) > 0 {
@@ -468,13 +477,40 @@ func applyItems(ctx context.Context, tx *gorm.DB, p *auth.Principal, a *Act, req
 		// after now; the data points and history keep now.
 		touched, err := db.Stamp(tx, a.TenantID, StampList, now)
 		if err != nil {
-			return err
+			return ch, err
 		}
 		if err := tenant.Scope(ctx, tx.Model(&Act{})).Where("uuid = ?", a.UUID).
 			Update("updated_at", touched).Error; err != nil {
-			return fmt.Errorf("touch act: %w", err)
+			return ch, fmt.Errorf("touch act: %w", err)
 		}
 		a.UpdatedAt = touched
 	}
-	return Record(ctx, tx, actor, now, hist...)
+	return ch, Record(ctx, tx, actor, now, hist...)
+}
+
+// applied is what applyItems changed.
+type applied struct {
+	values []int64 // data points whose value was written
+	fields bool    // some field of the fetch request changed state
+}
+
+// emitWrite is the event step of WriteData: act.data_updated for the values
+// written, and fetch_request.completed when the write answered the last
+// awaiting field of its request.
+func (s *Store) emitWrite(ctx context.Context, tx *gorm.DB, t *writeTarget, out *WriteResult, ch applied, now time.Time) error {
+	var rid *uuid.UUID
+	if t.req != nil {
+		rid = &t.req.ID
+	}
+	if err := s.emitDataUpdated(ctx, tx, t.act.UUID, rid, out.Data, ch.values, out.Fetch, now); err != nil {
+		return err
+	}
+	if t.req == nil || !ch.fields {
+		return nil
+	}
+	v, err := requestView(ctx, tx, t.req, now)
+	if err != nil {
+		return err
+	}
+	return s.emitCompleted(ctx, tx, v, now)
 }

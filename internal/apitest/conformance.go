@@ -36,7 +36,7 @@ func specRouter() (routers.Router, error) {
 		router, routerErr = gorillamux.NewRouter(spec)
 		// Bodies that are not JSON are checked for their declared content
 		// type and taken as strings.
-		for _, ct := range []string{"text/html", "application/yaml"} {
+		for _, ct := range []string{"text/html", "application/yaml", "application/x-ndjson"} {
 			openapi3filter.RegisterBodyDecoder(ct, func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 				b, err := io.ReadAll(r)
 				return string(b), err

@@ -40,6 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/authcache"
 	"github.com/finsvc/finsvc/internal/clients"
 	"github.com/finsvc/finsvc/internal/config"
@@ -279,6 +280,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	}
 	a.janitor = oauth.NewJanitor(a.db, a.log)
 	a.retention = retention.New(a.db, cfg.EventRetention, a.log)
+	a.retention.AuditRetention = cfg.AuditRetention
 	a.stats = janitor.NewStatistics(a.db, a.log)
 	a.metrics = metrics.New(a.db)
 
@@ -317,6 +319,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		tenants = tenant.NewStore(a.db)
 	}
 	clientStore, templateStore := clients.NewStore(a.db), templates.NewStore(a.db)
+	clientStore.Outbox = wh.Outbox
 	services := httpapi.Services{
 		Clients:   clientStore,
 		Templates: templateStore,
@@ -324,6 +327,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		Acts: &acts.Store{DB: a.db, Outbox: wh.Outbox, Clients: clientStore, Templates: templateStore,
 			Window: cfg.FetchWindow, Clock: o.now},
 		Webhooks: wh.Registry,
+		Audit:    audit.NewLog(a.db),
 	}
 	a.services = services
 	// The console calls the same stores as the API, with the sign-in
@@ -333,7 +337,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		return nil, err
 	}
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Logger: a.log, Policy: policy, EventTypes: eventTypes})
+		Users: services.Users, Audit: services.Audit, Logger: a.log, Policy: policy, EventTypes: eventTypes})
 	if err != nil {
 		return nil, err
 	}

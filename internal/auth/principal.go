@@ -35,6 +35,7 @@ const (
 	ScopeWebhooksRead   = "webhooks:read"
 	ScopeWebhooksWrite  = "webhooks:write"
 	ScopeEventsRead     = "events:read"
+	ScopeAuditRead      = "audit:read"
 	ScopeUsersRead      = "users:read"
 	ScopeUsersWrite     = "users:write"
 	ScopeOfflineAccess  = "offline_access"
@@ -45,7 +46,7 @@ const (
 var AllScopes = []string{
 	ScopeClientsRead, ScopeClientsWrite, ScopeActsRead, ScopeActsWrite,
 	ScopeTemplatesRead, ScopeTemplatesWrite, ScopeWebhooksRead, ScopeWebhooksWrite,
-	ScopeEventsRead,
+	ScopeEventsRead, ScopeAuditRead,
 	ScopeUsersRead, ScopeUsersWrite, ScopeOfflineAccess,
 }
 

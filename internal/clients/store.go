@@ -19,6 +19,7 @@ import (
 	"github.com/finsvc/finsvc/internal/page"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/tombstones"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
 // Sequence is the db.NextIDs sequence of client ids (per tenant).
@@ -53,7 +54,12 @@ type Patch struct {
 
 // Store reads and writes the clients of the tenant in the context. Every
 // query goes through tenant.Scope.
-type Store struct{ db *db.DB }
+type Store struct {
+	db *db.DB
+	// Outbox records the client.* events (nil: a zero Outbox, which
+	// records them with the default delivery policy).
+	Outbox *outbox.Outbox
+}
 
 // NewStore returns a Store over d.
 func NewStore(d *db.DB) *Store { return &Store{db: d} }
@@ -271,7 +277,10 @@ func (s *Store) Create(ctx context.Context, in Input) (_ *Client, err error) {
 			return err
 		}
 		c.CreatedAt = c.UpdatedAt
-		return tx.Create(c).Error
+		if err := tx.Create(c).Error; err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, outbox.ClientCreated, c, c.CreatedAt)
 	})
 	if err != nil {
 		return nil, err
@@ -330,7 +339,10 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (_ *Client, err e
 			return err
 		}
 		changes["updated_at"] = c.UpdatedAt
-		return tenant.Scope(ctx, tx).Model(&Client{}).Where("id = ?", id).Updates(changes).Error
+		if err := tenant.Scope(ctx, tx).Model(&Client{}).Where("id = ?", id).Updates(changes).Error; err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, outbox.ClientUpdated, c, c.UpdatedAt)
 	})
 	if err != nil {
 		return nil, err
@@ -354,7 +366,8 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 		// The row lock makes a concurrent act insert (whose foreign-key
 		// check takes a KEY SHARE lock on this row) wait for us or us for it,
 		// so the check below sees every committed act.
-		if _, err := s.read(ctx, tx, getClientForUpdate, id); err != nil {
+		c, err := s.read(ctx, tx, getClientForUpdate, id)
+		if err != nil {
 			return err
 		}
 		var n int64
@@ -373,7 +386,10 @@ func (s *Store) Delete(ctx context.Context, id int64) (err error) {
 		if err := tombstones.Record(ctx, tx, tombstones.Clients, strconv.FormatInt(id, 10), nil, at); err != nil {
 			return err
 		}
-		return tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Client{}).Error
+		if err := tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Client{}).Error; err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, outbox.ClientDeleted, c, at)
 	})
 	if db.IsForeignKeyViolation(err) {
 		// Belt and braces: the acts foreign key refused the delete.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/finsvc/finsvc/internal/acts"
+	"strings"
 	"sync"
 	"testing"
 
@@ -484,6 +485,64 @@ func TestGetInTxHoldsClient(t *testing.T) {
 			if f := fieldsOf(t, delErr); len(f["client"]) == 0 {
 				t.Fatalf("round %d: delete = %v, want the errors.client refusal", round, delErr)
 			}
+		}
+	})
+}
+
+// The client.* events are written in the change's transaction: a change
+// rolled back by an enclosing transaction leaves no event, an empty patch
+// and a refused delete none either, and each committed change exactly one,
+// carrying the client as it was written.
+func TestClientEventsShareTheTransaction(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		s := clients.NewStore(d)
+		ctx, _ := testdb.NewTenant(t, d, "acme")
+		kinds := func() map[string]int {
+			var ks []string
+			if err := d.Table("events").Where("tenant_id = ?", tenant.ID(ctx)).Pluck("kind", &ks).Error; err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int{}
+			for _, k := range ks {
+				out[k]++
+			}
+			return out
+		}
+		rollback := errors.New("roll back")
+		if err := d.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error {
+			mustCreate(t, s, ctx, input("Gone AB"))
+			return rollback
+		}); !errors.Is(err, rollback) {
+			t.Fatal(err)
+		}
+		if k := kinds(); len(k) != 0 {
+			t.Fatalf("after a rolled-back create: %v", k)
+		}
+		c := mustCreate(t, s, ctx, input("Acme One"))
+		if _, err := s.Update(ctx, c.ID, clients.Patch{}); err != nil {
+			t.Fatal(err)
+		}
+		limit := money.MustParse("1.00")
+		if _, err := s.Update(ctx, c.ID, clients.Patch{CreditLimit: &limit}); err != nil {
+			t.Fatal(err)
+		}
+		var payload string
+		if err := d.Table("events").Where("kind = ?", "client.updated").Pluck("payload", &payload).Error; err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`"id":%d`, c.ID); !strings.Contains(payload, want) || !strings.Contains(payload, `"credit_limit":1`) {
+			t.Fatalf("client.updated payload %s", payload)
+		}
+		insertAct(t, d, ctx, c.ID)
+		if err := s.Delete(ctx, c.ID); err == nil {
+			t.Fatal("deleted a client with acts")
+		}
+		c2 := mustCreate(t, s, ctx, input("Acme Two"))
+		if err := s.Delete(ctx, c2.ID); err != nil {
+			t.Fatal(err)
+		}
+		if k := kinds(); fmt.Sprint(k) != "map[client.created:2 client.deleted:1 client.updated:1]" {
+			t.Fatalf("events %v", k)
 		}
 	})
 }

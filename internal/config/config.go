@@ -50,6 +50,9 @@ type Config struct {
 	// EventRetention: finished deliveries, their events and expired fetch
 	// requests older than this are purged (at least MinEventRetention).
 	EventRetention time.Duration
+	// AuditRetention: audit records older than this are purged (at least
+	// MinAuditRetention).
+	AuditRetention time.Duration
 
 	WebhookAllowPrivate bool          // lift the SSRF guard (tests, demo)
 	WebhookTimeout      time.Duration // per delivery attempt
@@ -111,6 +114,11 @@ func (c *Config) SessionDatabaseURL() string {
 // delivery log and a redelivery need at least that much history.
 const MinEventRetention = time.Hour
 
+// MinAuditRetention is the shortest FINSVC_AUDIT_RETENTION accepted; the
+// audit log's trigger (migration 00160) refuses to delete younger records
+// whatever the setting, and audit.MinRetention is the same.
+const MinAuditRetention = 90 * 24 * time.Hour
+
 // Default returns the built-in defaults (development friendly: text logs,
 // SQLite in ./data).
 func Default() *Config {
@@ -124,6 +132,7 @@ func Default() *Config {
 		AuthCodeTTL:     10 * time.Minute,
 		FetchWindow:     30 * time.Minute,
 		EventRetention:  720 * time.Hour,
+		AuditRetention:  365 * 24 * time.Hour,
 		WebhookTimeout:  15 * time.Second,
 		// 32 workers with 2 per endpoint: up to 15 dead endpoints leave
 		// room for the healthy ones before their circuits open.
@@ -196,6 +205,9 @@ func (c *Config) Validate() error {
 	if c.WebhookEndpointConcurrency < 1 {
 		add("webhook-endpoint-concurrency (FINSVC_WEBHOOK_ENDPOINT_CONCURRENCY): must be at least 1, got %d", c.WebhookEndpointConcurrency)
 	}
+	if c.AuditRetention < MinAuditRetention {
+		add("audit-retention (FINSVC_AUDIT_RETENTION): must be at least %s, got %s", MinAuditRetention, c.AuditRetention)
+	}
 	if c.EventRetention < MinEventRetention {
 		add("event-retention (FINSVC_EVENT_RETENTION): must be at least %s, got %s", MinEventRetention, c.EventRetention)
 	}
@@ -261,6 +273,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.Duration("auth_code_ttl", c.AuthCodeTTL),
 		slog.Duration("fetch_window", c.FetchWindow),
 		slog.Duration("event_retention", c.EventRetention),
+		slog.Duration("audit_retention", c.AuditRetention),
 		slog.Bool("webhook_allow_private", c.WebhookAllowPrivate),
 		slog.Duration("webhook_timeout", c.WebhookTimeout),
 		slog.Duration("webhook_lease", c.WebhookLease),

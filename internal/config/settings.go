@@ -35,6 +35,7 @@ func (c *Config) settings() []setting {
 		{"auth-code-ttl", "FINSVC_AUTH_CODE_TTL", "OAuth authorization code lifetime", (*durationValue)(&c.AuthCodeTTL)},
 		{"fetch-window", "FINSVC_FETCH_WINDOW", "fetch request processing window (expires_at - requested_at)", (*durationValue)(&c.FetchWindow)},
 		{"event-retention", "FINSVC_EVENT_RETENTION", "finished webhook deliveries, their events and expired fetch requests older than this are purged (at least 1h)", (*durationValue)(&c.EventRetention)},
+		{"audit-retention", "FINSVC_AUDIT_RETENTION", "audit records older than this are purged (at least 2160h, 90 days)", (*durationValue)(&c.AuditRetention)},
 		{"webhook-allow-private", "FINSVC_WEBHOOK_ALLOW_PRIVATE", "allow webhook targets on loopback/private addresses (tests, demo only)", (*boolValue)(&c.WebhookAllowPrivate)},
 		{"webhook-timeout", "FINSVC_WEBHOOK_TIMEOUT", "timeout of one webhook delivery attempt", (*durationValue)(&c.WebhookTimeout)},
 		{"webhook-lease", "FINSVC_WEBHOOK_LEASE", "how long a worker holds a claimed delivery before another replica may retry it (0: webhook-timeout + 45s)", (*durationValue)(&c.WebhookLease)},

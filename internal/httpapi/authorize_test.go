@@ -67,6 +67,8 @@ func documentedAction(o apiOp) auth.Action {
 	switch {
 	case slices.Contains(o.op.Tags, "Users") && o.op.OperationID != "getMe":
 		return auth.Admin // "Admins only" in every Users operation's description
+	case slices.Contains(o.op.Tags, "Audit"):
+		return auth.Admin // and in every Audit operation's
 	case o.method == http.MethodGet:
 		return auth.Read
 	case slices.Contains(o.op.Tags, "Templates"):

@@ -83,9 +83,4 @@ func (h *Handlers) DeleteClient(ctx context.Context, req apiserver.DeleteClientR
 	return apiserver.DeleteClient204Response{}, nil
 }
 
-func clientJSON(c *clients.Client) models.Client {
-	return models.Client{
-		Id: c.ID, CompanyName: c.CompanyName, OrgNumber: c.OrgNumber, Country: c.Country,
-		CreditLimit: c.CreditLimit, CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(),
-	}
-}
+func clientJSON(c *clients.Client) models.Client { return c.API() }

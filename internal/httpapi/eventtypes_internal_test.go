@@ -13,7 +13,7 @@ func TestEventTypesRefuseAKindOnOneSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	types, err := eventTypes(spec)
-	if err != nil || len(types) != 4 {
+	if err != nil || len(types) != 12 {
 		t.Fatalf("the spec's event types: %d, %v", len(types), err)
 	}
 	delete(spec.Paths.Value("/api/1.0/webhooks").Post.Callbacks, "actCreated")

@@ -15,7 +15,9 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/clientaddr"
 	"github.com/finsvc/finsvc/internal/ratelimit"
 	"github.com/finsvc/finsvc/internal/tenant"
 )
@@ -56,6 +58,21 @@ func requestID() echo.MiddlewareFunc {
 				id = hex.EncodeToString(b[:])
 			}
 			c.Response().Header()[requestIDKey] = []string{id}
+			return next(c)
+		}
+	}
+}
+
+// auditRequest puts what the audit log records of a request (the client's
+// address, its user agent, the request id) in the request's context, where
+// the stores that record actions find it (audit.RequestFrom).
+func auditRequest(trustProxy bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			c.SetRequest(req.WithContext(audit.WithRequest(req.Context(), audit.Request{
+				Addr: clientaddr.From(req, trustProxy), UserAgent: req.UserAgent(), RequestID: RequestIDOf(c),
+			})))
 			return next(c)
 		}
 	}

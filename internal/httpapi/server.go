@@ -37,6 +37,7 @@ import (
 	"github.com/finsvc/finsvc/gen/apiserver"
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/clients"
 	"github.com/finsvc/finsvc/internal/config"
@@ -69,6 +70,7 @@ type Services struct {
 	Users     *users.Store
 	Acts      *acts.Store
 	Webhooks  *registry.Store
+	Audit     *audit.Log
 }
 
 // Deps is everything the HTTP layer needs, already built (internal/app assembles
@@ -172,6 +174,7 @@ func New(deps Deps) (http.Handler, error) {
 		e.Use(deps.Trace)
 	}
 	e.Use(requestID())
+	e.Use(auditRequest(deps.Config.TrustProxy))
 	e.Use(accessLog(deps.Logger))
 	e.Use(recoverer(deps.Logger))
 	e.Use(bodyLimit(deps.Config.BodyLimit))

@@ -126,7 +126,8 @@ func TestEventTypes(t *testing.T) {
 				t.Errorf("%s: data schema not resolved: %v", et.Name, props["data"])
 			}
 		}
-		if strings.Join(names, ",") != "act.created,act.duplicated,act.fetch_data,webhook.test" {
+		if strings.Join(names, ",") != "act.created,act.data_updated,act.deleted,act.duplicated,act.fetch_data,act.finalized,act.updated,"+
+			"client.created,client.deleted,client.updated,fetch_request.completed,webhook.test" {
 			t.Fatalf("event types %v", names)
 		}
 		acme.Do("GET", "/api/1.0/event-types", "", nil).Status(t, http.StatusUnauthorized)

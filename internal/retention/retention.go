@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/internal/acts"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/idempotency"
 	"github.com/finsvc/finsvc/internal/janitor"
@@ -45,12 +46,12 @@ const (
 
 // Stats counts what one run deleted.
 type Stats struct {
-	Deliveries, Events, FetchRequests, IdempotencyKeys, Tombstones int64
+	Deliveries, Events, FetchRequests, IdempotencyKeys, Tombstones, AuditRecords int64
 }
 
 // Total is the number of rows deleted.
 func (s Stats) Total() int64 {
-	return s.Deliveries + s.Events + s.FetchRequests + s.IdempotencyKeys + s.Tombstones
+	return s.Deliveries + s.Events + s.FetchRequests + s.IdempotencyKeys + s.Tombstones + s.AuditRecords
 }
 
 // Purger deletes, in batches, rows older than Retention. Every replica may
@@ -58,8 +59,12 @@ func (s Stats) Total() int64 {
 // UPDATE SKIP LOCKED), and every delete is idempotent.
 type Purger struct {
 	Retention time.Duration
-	Batch     int
-	Now       func() time.Time
+	// AuditRetention is how long audit records are kept
+	// (FINSVC_AUDIT_RETENTION; audit.Purge keeps audit.MinRetention
+	// whatever it says). Zero keeps them for audit.DefaultRetention.
+	AuditRetention time.Duration
+	Batch          int
+	Now            func() time.Time
 	// AnalyzeAfter is the per-table threshold of deleted rows above which
 	// a run ends with ANALYZE of the table (AnalyzeAfter by default; tests
 	// lower it).
@@ -105,6 +110,14 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 		{&st.Tombstones, func(ctx context.Context, d *db.DB, _ time.Time, n int) (int64, error) {
 			return tombstones.Purge(ctx, d, p.Now().Add(-tombstones.Retention), n)
 		}, ""},
+		// Audit records, on their own (long) clock.
+		{&st.AuditRecords, func(ctx context.Context, d *db.DB, _ time.Time, n int) (int64, error) {
+			keep := p.AuditRetention
+			if keep == 0 {
+				keep = audit.DefaultRetention
+			}
+			return audit.Purge(ctx, d, p.Now().Add(-keep), n)
+		}, ""},
 	}
 	for _, s := range steps {
 		for range MaxBatchesPerRun {
@@ -129,7 +142,7 @@ func (p *Purger) RunOnce(ctx context.Context) (Stats, error) {
 	if st.Total() > 0 {
 		p.log.Info("retention: purged", "older_than", before.UTC().Format(time.RFC3339),
 			"deliveries", st.Deliveries, "events", st.Events, "fetch_requests", st.FetchRequests,
-			"idempotency_keys", st.IdempotencyKeys, "tombstones", st.Tombstones)
+			"idempotency_keys", st.IdempotencyKeys, "tombstones", st.Tombstones, "audit_records", st.AuditRecords)
 	}
 	return st, nil
 }

@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/counts"
 	"github.com/finsvc/finsvc/internal/db"
@@ -204,6 +205,12 @@ func (s *Store) Update(ctx context.Context, id int64, name, role *string) (_ *Us
 		if err := tenant.Scope(ctx, tx).Model(&User{}).Where("id = ?", id).Updates(set).Error; err != nil {
 			return err
 		}
+		if _, changed := set["role"]; changed {
+			typ, tid := audit.Target(audit.TargetUser, id)
+			if err := audit.Record(ctx, tx, audit.Entry{Action: audit.UserRoleChanged, TargetType: typ, TargetID: tid}); err != nil {
+				return err
+			}
+		}
 		return tenant.Scope(ctx, tx).Where("id = ?", id).Take(&out).Error
 	})
 	if err != nil {
@@ -234,8 +241,12 @@ func (s *Store) Deactivate(ctx context.Context, id int64) (err error) {
 			}
 		}
 		now := s.now.Now()
-		return tenant.Scope(ctx, tx).Model(&User{}).Where("id = ?", id).
-			Updates(map[string]any{"deactivated_at": now, "updated_at": now}).Error
+		if err := tenant.Scope(ctx, tx).Model(&User{}).Where("id = ?", id).
+			Updates(map[string]any{"deactivated_at": now, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		typ, tid := audit.Target(audit.TargetUser, id)
+		return audit.Record(ctx, tx, audit.Entry{Action: audit.UserDeactivated, TargetType: typ, TargetID: tid})
 	})
 	if err != nil || s.revoker == nil {
 		return err
@@ -342,7 +353,11 @@ func (s *Store) create(ctx context.Context, email, name, role, password string, 
 			return err
 		}
 		u.ID = id
-		return tx.Create(u).Error
+		if err := tx.Create(u).Error; err != nil {
+			return err
+		}
+		typ, tid := audit.Target(audit.TargetUser, id)
+		return audit.Record(ctx, tx, audit.Entry{Action: audit.UserCreated, TargetType: typ, TargetID: tid})
 	})
 	if db.IsUniqueViolation(err) {
 		return nil, apperr.E(apperr.Conflict, "a user with this email already exists").WithCode(apperr.CodeDuplicate).
@@ -470,7 +485,37 @@ func (s *Store) List(ctx context.Context, pr page.Request) ([]User, int64, error
 // apperr.Unauthenticated with one message for every failure, so that the
 // answer does not reveal whether the email exists. An unknown email still
 // spends the time of one hash verification.
-func (s *Store) Authenticate(ctx context.Context, email, password string) (*User, error) {
+func (s *Store) Authenticate(ctx context.Context, email, password string) (u *User, err error) {
+	defer func() { err = s.recordSignIn(ctx, email, u, err) }()
+	return s.authenticate(ctx, email, password)
+}
+
+// recordSignIn records a sign-in attempt on its own (a failed one writes
+// nothing else): a success by the user, a failure by nobody known, with
+// the account as target when the email names one. The email itself is not
+// recorded (a password typed into the wrong field would be). A sign-in
+// that cannot be recorded fails.
+func (s *Store) recordSignIn(ctx context.Context, email string, u *User, err error) error {
+	e := audit.Entry{Action: audit.SignIn, TargetType: audit.TargetUser}
+	switch {
+	case err == nil:
+		e.Actor = audit.UserActor(u.ID)
+		_, e.TargetID = audit.Target(audit.TargetUser, u.ID)
+	case apperr.Is(err, apperr.Unauthenticated):
+		e.Outcome, e.Actor = audit.Failure, &audit.Actor{Type: audit.ActorAnonymous}
+		if known, gerr := s.ByEmail(ctx, email); gerr == nil {
+			_, e.TargetID = audit.Target(audit.TargetUser, known.ID)
+		}
+	default:
+		return err
+	}
+	if rerr := audit.RecordAlone(ctx, s.db, e); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+func (s *Store) authenticate(ctx context.Context, email, password string) (*User, error) {
 	fail := apperr.E(apperr.Unauthenticated, "invalid email or password")
 	if utf8.RuneCountInString(password) > MaxPasswordLen {
 		return nil, fail
@@ -559,14 +604,21 @@ func (s *Store) IssueOneTimePassword(ctx context.Context, id int64) (password st
 	}
 	now := s.now.Now()
 	expiresAt = now.Add(OneTimePasswordTTL)
-	res := tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ? AND deactivated_at IS NULL", id).Updates(map[string]any{
-		"password_hash": hash, "password_expires_at": expiresAt, "password_change_required": false, "updated_at": now,
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tenant.Scope(ctx, tx).Model(&User{}).Where("id = ? AND deactivated_at IS NULL", id).Updates(map[string]any{
+			"password_hash": hash, "password_expires_at": expiresAt, "password_change_required": false, "updated_at": now,
+		})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return apperr.E(apperr.Conflict, "the user is deactivated; a one-time password would not let them sign in")
+		}
+		typ, tid := audit.Target(audit.TargetUser, id)
+		return audit.Record(ctx, tx, audit.Entry{Action: audit.OneTimePasswordIssued, TargetType: typ, TargetID: tid})
 	})
-	if res.Error != nil {
-		return "", time.Time{}, res.Error
-	}
-	if res.RowsAffected == 0 {
-		return "", time.Time{}, apperr.E(apperr.Conflict, "the user is deactivated; a one-time password would not let them sign in")
+	if err != nil {
+		return "", time.Time{}, err
 	}
 	if s.endSessions != nil {
 		if err := s.endSessions(ctx, id); err != nil {
@@ -607,27 +659,30 @@ func (s *Store) ChangePassword(ctx context.Context, id int64, current, password 
 	if err := fe.Err(apperr.Invalid, "invalid password"); err != nil {
 		return err
 	}
-	return s.storePassword(ctx, id, password)
+	return s.storePassword(ctx, id, password, audit.PasswordChanged)
 }
 
 // storePassword replaces the password of user id with a chosen one
 // (checked by the caller): it is no one-time password, and nothing more
-// must be chosen.
-func (s *Store) storePassword(ctx context.Context, id int64, password string) error {
+// must be chosen. action is what the audit log records.
+func (s *Store) storePassword(ctx context.Context, id int64, password, action string) error {
 	hash, err := s.hasher.hash(password)
 	if err != nil {
 		return err
 	}
-	res := tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ?", id).Updates(map[string]any{
-		"password_hash": hash, "password_expires_at": nil, "password_change_required": false, "updated_at": s.now.Now(),
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tenant.Scope(ctx, tx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{
+			"password_hash": hash, "password_expires_at": nil, "password_change_required": false, "updated_at": s.now.Now(),
+		})
+		if res.Error != nil {
+			return fmt.Errorf("users: set password of %d: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return apperr.E(apperr.NotFound, "user not found")
+		}
+		typ, tid := audit.Target(audit.TargetUser, id)
+		return audit.Record(ctx, tx, audit.Entry{Action: action, TargetType: typ, TargetID: tid})
 	})
-	if res.Error != nil {
-		return fmt.Errorf("users: set password of %d: %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return apperr.E(apperr.NotFound, "user not found")
-	}
-	return nil
 }
 
 // SetPassword replaces the password of user id in the current tenant with
@@ -645,5 +700,5 @@ func (s *Store) SetPassword(ctx context.Context, id int64, password string) erro
 	if err := fe.Err(apperr.Invalid, "invalid password"); err != nil {
 		return err
 	}
-	return s.storePassword(ctx, id, password)
+	return s.storePassword(ctx, id, password, audit.PasswordSet)
 }

@@ -60,6 +60,7 @@ var navItems = []struct {
 	{NavItem{"webhooks", "Webhooks", "/console/webhooks"}, ""},
 	{NavItem{"acts", "Acts", "/console/acts"}, ""},
 	{NavItem{"users", "Users", "/console/users"}, "listUsers"},
+	{NavItem{"audit", "Audit log", "/console/audit"}, "listAuditLog"},
 	{NavItem{"developer", "Developer apps", "/developer/my-apps"}, "manageApps"},
 	{NavItem{"account", "Authorized apps", "/account/apps"}, ""},
 	{NavItem{"password", "Password", PasswordPath}, ""},

@@ -88,7 +88,7 @@ func Check(released, current []byte) (Result, error) {
 			continue // additions and other news
 		}
 		line := c.SingleLineError(l, checker.ColorNever)
-		if why := reviewedChange(r.Released, c, line); why != "" {
+		if why := reviewedChange(r.Released, rev.Spec, c, line); why != "" {
 			r.Notes = append(r.Notes, line+" (reviewed: "+why+")")
 			continue
 		}
@@ -101,15 +101,18 @@ func Check(released, current []byte) (Result, error) {
 	return r, nil
 }
 
-// Reviewed is a change oasdiff reports as breaking that, against one
-// release, states in the schema what that release's contract already said in
-// words, so no request or response valid under the release changes meaning.
-// It applies to the one release named, the listed operations and the change
-// whose text contains Contains, and to nothing once the next release is cut.
+// Reviewed is a change oasdiff reports as breaking that no client written
+// against the release can be hurt by. Most entries state in the schema what
+// one release's contract already said in words: they apply to the one
+// release named, the listed operations and the change whose text contains
+// Contains, and to nothing once the next release is cut. An entry with
+// Schemas instead applies to every release and operation, to a change of a
+// response property that is (a $ref to) one of those component schemas.
 type Reviewed struct {
-	Release    string   // info.version of the released spec
+	Release    string   // info.version of the released spec; "" with Schemas: any
 	ID         string   // oasdiff rule id
 	Operations []string // "METHOD /path"
+	Schemas    []string // component schema names, instead of Operations
 	Contains   string   // a fragment of the change's text
 	Why        string
 }
@@ -128,17 +131,81 @@ var reviewed = []Reviewed{
 		Contains:   "`credit_limit` request property's multipleOf was set to `0.01`",
 		Why:        "1.0.0 already refused more than two fractional digits with 400 (its description says so)",
 	},
+	{
+		ID: "response-property-enum-value-added", Schemas: []string{"EventKind", "DeliveryEventKind"},
+		Contains: "enum value to the `",
+		Why:      "event kinds are an open set: both schemas say new kinds come in minor versions and clients must accept values they do not know",
+	},
 }
 
-func reviewedChange(release string, c checker.Change, line string) string {
+func reviewedChange(release string, cur *openapi3.T, c checker.Change, line string) string {
 	for _, e := range reviewed {
-		if e.Release == release && e.ID == c.GetId() &&
-			slices.Contains(e.Operations, c.GetOperation()+" "+c.GetPath()) &&
-			strings.Contains(line, e.Contains) {
+		if e.ID != c.GetId() || !strings.Contains(line, e.Contains) {
+			continue
+		}
+		if len(e.Schemas) > 0 {
+			if (e.Release == "" || e.Release == release) && responsePropertyIs(cur, c, line, e.Schemas) {
+				return e.Why
+			}
+			continue
+		}
+		if e.Release == release && slices.Contains(e.Operations, c.GetOperation()+" "+c.GetPath()) {
 			return e.Why
 		}
 	}
 	return ""
+}
+
+var (
+	responsePropertyRe = regexp.MustCompile("to the `([^`]+)` response property")
+	responseStatusRe   = regexp.MustCompile("for the response status `([0-9A-Za-z]+)`")
+)
+
+// responsePropertyIs reports whether the response property a change names
+// (its path, data/items/event, and status come from the change's text) is,
+// in every JSON body of that response in spec, a $ref to one of schemas.
+func responsePropertyIs(spec *openapi3.T, c checker.Change, line string, schemas []string) bool {
+	pm, sm := responsePropertyRe.FindStringSubmatch(line), responseStatusRe.FindStringSubmatch(line)
+	if pm == nil || sm == nil || spec == nil || spec.Paths == nil {
+		return false
+	}
+	item := spec.Paths.Find(c.GetPath())
+	if item == nil {
+		return false
+	}
+	op := item.GetOperation(c.GetOperation())
+	if op == nil || op.Responses == nil {
+		return false
+	}
+	resp := op.Responses.Value(sm[1])
+	if resp == nil || resp.Value == nil || len(resp.Value.Content) == 0 {
+		return false
+	}
+	for _, mt := range resp.Value.Content {
+		s := mt.Schema
+		for _, seg := range strings.Split(pm[1], "/") {
+			if s == nil || s.Value == nil {
+				return false
+			}
+			if seg == "items" && s.Value.Items != nil {
+				s = s.Value.Items
+			} else {
+				s = s.Value.Properties[seg]
+			}
+		}
+		name, ok := strings.CutPrefix(refOf(s), "#/components/schemas/")
+		if !ok || !slices.Contains(schemas, name) {
+			return false
+		}
+	}
+	return true
+}
+
+func refOf(s *openapi3.SchemaRef) string {
+	if s == nil {
+		return ""
+	}
+	return s.Ref
 }
 
 // breakingBelowErr are the changes README.md ("Versions and deprecation")

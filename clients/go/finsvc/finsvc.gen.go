@@ -35,6 +35,36 @@ func (e ActCreatedEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ActDataUpdatedEventEvent.
+const (
+	ActDataUpdated ActDataUpdatedEventEvent = "act.data_updated"
+)
+
+// Valid indicates whether the value is a known member of the ActDataUpdatedEventEvent enum.
+func (e ActDataUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ActDataUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActDeletedEventEvent.
+const (
+	ActDeleted ActDeletedEventEvent = "act.deleted"
+)
+
+// Valid indicates whether the value is a known member of the ActDeletedEventEvent enum.
+func (e ActDeletedEventEvent) Valid() bool {
+	switch e {
+	case ActDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActDuplicatedEventEvent.
 const (
 	ActDuplicated ActDuplicatedEventEvent = "act.duplicated"
@@ -65,6 +95,21 @@ func (e ActFetchDataEventEvent) Valid() bool {
 	}
 }
 
+// Defines values for ActFinalizedEventEvent.
+const (
+	ActFinalized ActFinalizedEventEvent = "act.finalized"
+)
+
+// Valid indicates whether the value is a known member of the ActFinalizedEventEvent enum.
+func (e ActFinalizedEventEvent) Valid() bool {
+	switch e {
+	case ActFinalized:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActStatus.
 const (
 	ActStatusDraft ActStatus = "draft"
@@ -77,6 +122,21 @@ func (e ActStatus) Valid() bool {
 	case ActStatusDraft:
 		return true
 	case ActStatusFinal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActUpdatedEventEvent.
+const (
+	ActUpdated ActUpdatedEventEvent = "act.updated"
+)
+
+// Valid indicates whether the value is a known member of the ActUpdatedEventEvent enum.
+func (e ActUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ActUpdated:
 		return true
 	default:
 		return false
@@ -98,6 +158,51 @@ func (e ActorType) Valid() bool {
 	case ActorSystem:
 		return true
 	case ActorUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientCreatedEventEvent.
+const (
+	ClientCreated ClientCreatedEventEvent = "client.created"
+)
+
+// Valid indicates whether the value is a known member of the ClientCreatedEventEvent enum.
+func (e ClientCreatedEventEvent) Valid() bool {
+	switch e {
+	case ClientCreated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientDeletedEventEvent.
+const (
+	ClientDeleted ClientDeletedEventEvent = "client.deleted"
+)
+
+// Valid indicates whether the value is a known member of the ClientDeletedEventEvent enum.
+func (e ClientDeletedEventEvent) Valid() bool {
+	switch e {
+	case ClientDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClientUpdatedEventEvent.
+const (
+	ClientUpdated ClientUpdatedEventEvent = "client.updated"
+)
+
+// Valid indicates whether the value is a known member of the ClientUpdatedEventEvent enum.
+func (e ClientUpdatedEventEvent) Valid() bool {
+	switch e {
+	case ClientUpdated:
 		return true
 	default:
 		return false
@@ -160,10 +265,18 @@ func (e ConsentFormDecision) Valid() bool {
 
 // Defines values for DeliveryEventKind.
 const (
-	DeliveryActCreated    DeliveryEventKind = "act.created"
-	DeliveryActDuplicated DeliveryEventKind = "act.duplicated"
-	DeliveryActFetchData  DeliveryEventKind = "act.fetch_data"
-	DeliveryWebhookTest   DeliveryEventKind = "webhook.test"
+	DeliveryActCreated            DeliveryEventKind = "act.created"
+	DeliveryActDataUpdated        DeliveryEventKind = "act.data_updated"
+	DeliveryActDeleted            DeliveryEventKind = "act.deleted"
+	DeliveryActDuplicated         DeliveryEventKind = "act.duplicated"
+	DeliveryActFetchData          DeliveryEventKind = "act.fetch_data"
+	DeliveryActFinalized          DeliveryEventKind = "act.finalized"
+	DeliveryActUpdated            DeliveryEventKind = "act.updated"
+	DeliveryClientCreated         DeliveryEventKind = "client.created"
+	DeliveryClientDeleted         DeliveryEventKind = "client.deleted"
+	DeliveryClientUpdated         DeliveryEventKind = "client.updated"
+	DeliveryFetchRequestCompleted DeliveryEventKind = "fetch_request.completed"
+	DeliveryWebhookTest           DeliveryEventKind = "webhook.test"
 )
 
 // Valid indicates whether the value is a known member of the DeliveryEventKind enum.
@@ -171,9 +284,25 @@ func (e DeliveryEventKind) Valid() bool {
 	switch e {
 	case DeliveryActCreated:
 		return true
+	case DeliveryActDataUpdated:
+		return true
+	case DeliveryActDeleted:
+		return true
 	case DeliveryActDuplicated:
 		return true
 	case DeliveryActFetchData:
+		return true
+	case DeliveryActFinalized:
+		return true
+	case DeliveryActUpdated:
+		return true
+	case DeliveryClientCreated:
+		return true
+	case DeliveryClientDeleted:
+		return true
+	case DeliveryClientUpdated:
+		return true
+	case DeliveryFetchRequestCompleted:
 		return true
 	case DeliveryWebhookTest:
 		return true
@@ -274,9 +403,17 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for EventKind.
 const (
-	EventActCreated    EventKind = "act.created"
-	EventActDuplicated EventKind = "act.duplicated"
-	EventActFetchData  EventKind = "act.fetch_data"
+	EventActCreated            EventKind = "act.created"
+	EventActDataUpdated        EventKind = "act.data_updated"
+	EventActDeleted            EventKind = "act.deleted"
+	EventActDuplicated         EventKind = "act.duplicated"
+	EventActFetchData          EventKind = "act.fetch_data"
+	EventActFinalized          EventKind = "act.finalized"
+	EventActUpdated            EventKind = "act.updated"
+	EventClientCreated         EventKind = "client.created"
+	EventClientDeleted         EventKind = "client.deleted"
+	EventClientUpdated         EventKind = "client.updated"
+	EventFetchRequestCompleted EventKind = "fetch_request.completed"
 )
 
 // Valid indicates whether the value is a known member of the EventKind enum.
@@ -284,9 +421,40 @@ func (e EventKind) Valid() bool {
 	switch e {
 	case EventActCreated:
 		return true
+	case EventActDataUpdated:
+		return true
+	case EventActDeleted:
+		return true
 	case EventActDuplicated:
 		return true
 	case EventActFetchData:
+		return true
+	case EventActFinalized:
+		return true
+	case EventActUpdated:
+		return true
+	case EventClientCreated:
+		return true
+	case EventClientDeleted:
+		return true
+	case EventClientUpdated:
+		return true
+	case EventFetchRequestCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FetchRequestCompletedEventEvent.
+const (
+	FetchRequestCompletedKind FetchRequestCompletedEventEvent = "fetch_request.completed"
+)
+
+// Valid indicates whether the value is a known member of the FetchRequestCompletedEventEvent enum.
+func (e FetchRequestCompletedEventEvent) Valid() bool {
+	switch e {
+	case FetchRequestCompletedKind:
 		return true
 	default:
 		return false
@@ -677,6 +845,63 @@ type ActCreatedPayload struct {
 	Act Act `json:"act"`
 }
 
+// ActDataUpdatedEvent The `act.data_updated` envelope.
+type ActDataUpdatedEvent struct {
+	// Data The `data` of an `act.data_updated` event.
+	Data ActDataUpdatedPayload `json:"data"`
+
+	// Event Always `act.data_updated`.
+	Event ActDataUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActDataUpdatedEventEvent Always `act.data_updated`.
+type ActDataUpdatedEventEvent string
+
+// ActDataUpdatedPayload The `data` of an `act.data_updated` event.
+type ActDataUpdatedPayload struct {
+	// ActUuid The act.
+	ActUuid openapi_types.UUID `json:"act_uuid"`
+
+	// Data The changed data points, after the change.
+	Data []DataPoint `json:"data"`
+
+	// FetchRequestId The fetch request the values answered, or null for an edit.
+	FetchRequestId *openapi_types.UUID `json:"fetch_request_id"`
+}
+
+// ActDeletedEvent The `act.deleted` envelope.
+type ActDeletedEvent struct {
+	// Data The `data` of an `act.deleted` event.
+	Data ActDeletedPayload `json:"data"`
+
+	// Event Always `act.deleted`.
+	Event ActDeletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActDeletedEventEvent Always `act.deleted`.
+type ActDeletedEventEvent string
+
+// ActDeletedPayload The `data` of an `act.deleted` event.
+type ActDeletedPayload struct {
+	// ActUuid The deleted act.
+	ActUuid openapi_types.UUID `json:"act_uuid"`
+
+	// ClientId The client the act evaluated.
+	ClientId int64 `json:"client_id"`
+}
+
 // ActDuplicatedEvent The `act.duplicated` envelope.
 type ActDuplicatedEvent struct {
 	// Data The `data` of an `act.duplicated` event.
@@ -702,6 +927,12 @@ type ActDuplicatedPayload struct {
 
 	// SourceActUuid The act that was duplicated.
 	SourceActUuid openapi_types.UUID `json:"source_act_uuid"`
+}
+
+// ActEventPayload The `data` of an `act.updated` or `act.finalized` event.
+type ActEventPayload struct {
+	// Act A financial act with its data points.
+	Act Act `json:"act"`
 }
 
 // ActFetchDataEvent The `act.fetch_data` envelope.
@@ -739,6 +970,24 @@ type ActFetchDataPayload struct {
 	// RequestedAt When the user asked (UTC).
 	RequestedAt time.Time `json:"requested_at"`
 }
+
+// ActFinalizedEvent The `act.finalized` envelope.
+type ActFinalizedEvent struct {
+	// Data The `data` of an `act.updated` or `act.finalized` event.
+	Data ActEventPayload `json:"data"`
+
+	// Event Always `act.finalized`.
+	Event ActFinalizedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActFinalizedEventEvent Always `act.finalized`.
+type ActFinalizedEventEvent string
 
 // ActList A page of acts.
 type ActList struct {
@@ -782,6 +1031,24 @@ type ActUpdate struct {
 	Title string `json:"title"`
 }
 
+// ActUpdatedEvent The `act.updated` envelope.
+type ActUpdatedEvent struct {
+	// Data The `data` of an `act.updated` or `act.finalized` event.
+	Data ActEventPayload `json:"data"`
+
+	// Event Always `act.updated`.
+	Event ActUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ActUpdatedEventEvent Always `act.updated`.
+type ActUpdatedEventEvent string
+
 // Actor Who made a change. `app` when an integration wrote through its token (with the user it acts for).
 type Actor struct {
 	// Id The user id, or the app's client id.
@@ -796,6 +1063,78 @@ type Actor struct {
 
 // ActorType Who made a change.
 type ActorType string
+
+// AuditActor Who acted.
+type AuditActor struct {
+	// App The app's client id, for `app`.
+	App *string `json:"app"`
+
+	// Type `user` (in person), `app` (an OAuth app acting for `user_id`), `system` (the service) or `anonymous` (a sign-in with unknown or wrong credentials).
+	//
+	// Example: user
+	Type string `json:"type"`
+
+	// UserId The user, or the user the app acts for.
+	UserId *int64 `json:"user_id"`
+}
+
+// AuditRecord One audit record.
+type AuditRecord struct {
+	// Action What was done: `auth.sign_in`, `user.created`, `user.role_changed`, `user.deactivated`,
+	// `user.password_set`, `user.password_changed`, `user.one_time_password_issued`, `webhook.created`,
+	// `webhook.updated`, `webhook.disabled` (by a person, or by the service after a 410 or repeated failures),
+	// `webhook.deleted`, `webhook.secret_rotated`. An open set: new actions are added in minor versions.
+	//
+	//
+	// Example: webhook.secret_rotated
+	Action string `json:"action"`
+
+	// Actor Who acted.
+	Actor AuditActor `json:"actor"`
+
+	// Id The record's number in the tenant, in commit order.
+	Id int64 `json:"id"`
+
+	// OccurredAt When the action happened (UTC).
+	OccurredAt time.Time `json:"occurred_at"`
+
+	// Outcome `success`, or `failure` (a refused sign-in).
+	//
+	// Example: success
+	Outcome string `json:"outcome"`
+
+	// RequestId The request's id (the `request_id` response header; empty for the service's own actions).
+	RequestId string `json:"request_id"`
+
+	// SourceAddress The client's address, as the service saw it (empty for the service's own actions).
+	SourceAddress string `json:"source_address"`
+
+	// Target What the action was done to.
+	Target AuditTarget `json:"target"`
+
+	// UserAgent The client's User-Agent (at most 512 bytes; empty when none).
+	UserAgent string `json:"user_agent"`
+}
+
+// AuditRecordList A page of audit records.
+type AuditRecordList struct {
+	// Data The records on this page, newest first.
+	Data []AuditRecord `json:"data"`
+
+	// HasMore Whether another page follows in the direction read.
+	HasMore bool `json:"has_more"`
+}
+
+// AuditTarget What the action was done to.
+type AuditTarget struct {
+	// Id The target's id (empty when unknown, as for a sign-in with an unknown email).
+	Id string `json:"id"`
+
+	// Type `user`, `webhook`, ...
+	//
+	// Example: webhook
+	Type string `json:"type"`
+}
 
 // BulkDataItem One item of a bulk write. Name the data point by `id` (preferred), `template_field_id` or `template_field_key`; exactly one of `value` and `error`.
 type BulkDataItem struct {
@@ -872,6 +1211,48 @@ type ClientCreate struct {
 	OrgNumber string `json:"org_number"`
 }
 
+// ClientCreatedEvent The `client.created` envelope.
+type ClientCreatedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.created`.
+	Event ClientCreatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientCreatedEventEvent Always `client.created`.
+type ClientCreatedEventEvent string
+
+// ClientDeletedEvent The `client.deleted` envelope.
+type ClientDeletedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.deleted`.
+	Event ClientDeletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientDeletedEventEvent Always `client.deleted`.
+type ClientDeletedEventEvent string
+
+// ClientEventPayload The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+type ClientEventPayload struct {
+	// Client A client record.
+	Client Client `json:"client"`
+}
+
 // ClientList A page of clients.
 type ClientList struct {
 	// Data The clients on this page.
@@ -895,6 +1276,24 @@ type ClientUpdate struct {
 	// OrgNumber Organization number.
 	OrgNumber *string `json:"org_number,omitempty"`
 }
+
+// ClientUpdatedEvent The `client.updated` envelope.
+type ClientUpdatedEvent struct {
+	// Data The `data` of a `client.created`, `client.updated` or `client.deleted` event.
+	Data ClientEventPayload `json:"data"`
+
+	// Event Always `client.updated`.
+	Event ClientUpdatedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// ClientUpdatedEventEvent Always `client.updated`.
+type ClientUpdatedEventEvent string
 
 // ColumnType The type of a table column; any scalar field type.
 type ColumnType string
@@ -1060,7 +1459,7 @@ type Delivery struct {
 	// CreatedAt When the delivery was queued.
 	CreatedAt time.Time `json:"created_at"`
 
-	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+	// Event The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event DeliveryEventKind `json:"event"`
 
 	// EventId The event id (the envelope's `id`, also `webhook-id`).
@@ -1091,7 +1490,7 @@ type Delivery struct {
 	WebhookId int64 `json:"webhook_id"`
 }
 
-// DeliveryEventKind The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+// DeliveryEventKind The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 type DeliveryEventKind string
 
 // DeliveryList A page of deliveries.
@@ -1197,7 +1596,7 @@ type EventAct struct {
 	Uuid openapi_types.UUID `json:"uuid"`
 }
 
-// EventKind Webhook event kinds.
+// EventKind Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 type EventKind string
 
 // EventList A page of events, newest first. No total is given.
@@ -1250,6 +1649,30 @@ type FetchRequest struct {
 
 	// Status `pending` until no field is awaiting, then `completed`; `expired` once past `expires_at` with fields still awaiting.
 	Status FetchRequestStatus `json:"status"`
+}
+
+// FetchRequestCompletedEvent The `fetch_request.completed` envelope.
+type FetchRequestCompletedEvent struct {
+	// Data The `data` of a `fetch_request.completed` event.
+	Data FetchRequestCompletedPayload `json:"data"`
+
+	// Event Always `fetch_request.completed`.
+	Event FetchRequestCompletedEventEvent `json:"event"`
+
+	// Id The event id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OccurredAt When it happened.
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// FetchRequestCompletedEventEvent Always `fetch_request.completed`.
+type FetchRequestCompletedEventEvent string
+
+// FetchRequestCompletedPayload The `data` of a `fetch_request.completed` event.
+type FetchRequestCompletedPayload struct {
+	// FetchRequest A request to refresh data points of an act.
+	FetchRequest FetchRequest `json:"fetch_request"`
 }
 
 // FetchRequestCreate The data points to refresh.
@@ -1810,7 +2233,7 @@ type Webhook struct {
 	// DisabledReason Why the service deactivated it (the target answered 410, or every attempt failed for 5 days).
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
@@ -1835,7 +2258,7 @@ type Webhook struct {
 
 // WebhookCreate A new registration.
 type WebhookCreate struct {
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Target An HTTPS URL.
@@ -1943,7 +2366,7 @@ type WebhookWithSecret struct {
 	// DisabledReason Why the service deactivated it.
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
@@ -2195,6 +2618,63 @@ type ListActHistoryParams struct {
 
 	// Limit Items per page.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListAuditLogParams defines parameters for ListAuditLog.
+type ListAuditLogParams struct {
+	// ActorUserId Only records of actions by this user (in person, or through an app acting for them).
+	ActorUserId *int64 `form:"actor_user_id,omitempty" json:"actor_user_id,omitempty"`
+
+	// ActorApp Only records of actions by this app (its client id).
+	ActorApp *string `form:"actor_app,omitempty" json:"actor_app,omitempty"`
+
+	// Action Only records of this action (see `AuditRecord.action`).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// TargetType Only records about this kind of target (`user`, `webhook`, ...).
+	TargetType *string `form:"target_type,omitempty" json:"target_type,omitempty"`
+
+	// TargetId Only records about the target with this id.
+	TargetId *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// CreatedAfter Only records at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only records strictly before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// StartingAfter A record id; list the records older than it.
+	StartingAfter *int64 `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// EndingBefore A record id; list the records newer than it (the nearest ones, still newest first). Not with `starting_after`.
+	EndingBefore *int64 `form:"ending_before,omitempty" json:"ending_before,omitempty"`
+
+	// Limit Items per page.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ExportAuditLogParams defines parameters for ExportAuditLog.
+type ExportAuditLogParams struct {
+	// ActorUserId Only records of actions by this user (in person, or through an app acting for them).
+	ActorUserId *int64 `form:"actor_user_id,omitempty" json:"actor_user_id,omitempty"`
+
+	// ActorApp Only records of actions by this app (its client id).
+	ActorApp *string `form:"actor_app,omitempty" json:"actor_app,omitempty"`
+
+	// Action Only records of this action (see `AuditRecord.action`).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+
+	// TargetType Only records about this kind of target (`user`, `webhook`, ...).
+	TargetType *string `form:"target_type,omitempty" json:"target_type,omitempty"`
+
+	// TargetId Only records about the target with this id.
+	TargetId *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// CreatedAfter Only records at or after this time.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only records strictly before this time.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
 }
 
 // ListClientsParams defines parameters for ListClients.
@@ -2551,6 +3031,42 @@ type DeliverActCreatedParams struct {
 	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
 }
 
+// DeliverActDataUpdatedParams defines parameters for DeliverActDataUpdated.
+type DeliverActDataUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActDeletedParams defines parameters for DeliverActDeleted.
+type DeliverActDeletedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
 // DeliverActDuplicatedParams defines parameters for DeliverActDuplicated.
 type DeliverActDuplicatedParams struct {
 	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
@@ -2571,6 +3087,114 @@ type DeliverActDuplicatedParams struct {
 
 // DeliverActFetchDataParams defines parameters for DeliverActFetchData.
 type DeliverActFetchDataParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActFinalizedParams defines parameters for DeliverActFinalized.
+type DeliverActFinalizedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverActUpdatedParams defines parameters for DeliverActUpdated.
+type DeliverActUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientCreatedParams defines parameters for DeliverClientCreated.
+type DeliverClientCreatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientDeletedParams defines parameters for DeliverClientDeleted.
+type DeliverClientDeletedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverClientUpdatedParams defines parameters for DeliverClientUpdated.
+type DeliverClientUpdatedParams struct {
+	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
+	XSignature XSignature `json:"X-Signature"`
+
+	// WebhookId The event id (Standard Webhooks).
+	WebhookId WebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Unix seconds of this attempt (Standard Webhooks).
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,<base64 HMAC-SHA256(base64-decoded secret, "<id>.<timestamp>.<raw body>")>` (Standard Webhooks).
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+
+	// Traceparent W3C Trace Context of this attempt, sent when the server traces (OpenTelemetry) or the event was caused by a traced request: its trace id is that of the request that caused the event, so your handling can join the same trace. Optional; ignore it if you do not trace. Not signed.
+	Traceparent *TraceparentHeader `json:"traceparent,omitempty"`
+}
+
+// DeliverFetchRequestCompletedParams defines parameters for DeliverFetchRequestCompleted.
+type DeliverFetchRequestCompletedParams struct {
 	// XSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256(secret as UTF-8 bytes, "<t>.<raw body>")>`; one `v1` per valid secret during a rotation.
 	XSignature XSignature `json:"X-Signature"`
 
@@ -2662,11 +3286,35 @@ type SubmitConsentFormdataRequestBody = ConsentForm
 // DeliverActCreatedJSONRequestBody defines body for DeliverActCreated for application/json ContentType.
 type DeliverActCreatedJSONRequestBody = ActCreatedEvent
 
+// DeliverActDataUpdatedJSONRequestBody defines body for DeliverActDataUpdated for application/json ContentType.
+type DeliverActDataUpdatedJSONRequestBody = ActDataUpdatedEvent
+
+// DeliverActDeletedJSONRequestBody defines body for DeliverActDeleted for application/json ContentType.
+type DeliverActDeletedJSONRequestBody = ActDeletedEvent
+
 // DeliverActDuplicatedJSONRequestBody defines body for DeliverActDuplicated for application/json ContentType.
 type DeliverActDuplicatedJSONRequestBody = ActDuplicatedEvent
 
 // DeliverActFetchDataJSONRequestBody defines body for DeliverActFetchData for application/json ContentType.
 type DeliverActFetchDataJSONRequestBody = ActFetchDataEvent
+
+// DeliverActFinalizedJSONRequestBody defines body for DeliverActFinalized for application/json ContentType.
+type DeliverActFinalizedJSONRequestBody = ActFinalizedEvent
+
+// DeliverActUpdatedJSONRequestBody defines body for DeliverActUpdated for application/json ContentType.
+type DeliverActUpdatedJSONRequestBody = ActUpdatedEvent
+
+// DeliverClientCreatedJSONRequestBody defines body for DeliverClientCreated for application/json ContentType.
+type DeliverClientCreatedJSONRequestBody = ClientCreatedEvent
+
+// DeliverClientDeletedJSONRequestBody defines body for DeliverClientDeleted for application/json ContentType.
+type DeliverClientDeletedJSONRequestBody = ClientDeletedEvent
+
+// DeliverClientUpdatedJSONRequestBody defines body for DeliverClientUpdated for application/json ContentType.
+type DeliverClientUpdatedJSONRequestBody = ClientUpdatedEvent
+
+// DeliverFetchRequestCompletedJSONRequestBody defines body for DeliverFetchRequestCompleted for application/json ContentType.
+type DeliverFetchRequestCompletedJSONRequestBody = FetchRequestCompletedEvent
 
 // DeliverWebhookTestJSONRequestBody defines body for DeliverWebhookTest for application/json ContentType.
 type DeliverWebhookTestJSONRequestBody = WebhookTestEvent
@@ -2926,6 +3574,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/1.0/acts/{act_uuid}/history (the `ListActHistory` operationId).
 	ListActHistory(ctx context.Context, actUuid ActUuid, params *ListActHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAuditLog List the audit log
+	//
+	// The tenant's audit records, newest first: who (a user, an app acting for a user, the service) did which
+	// security-relevant action to what, when, from which address and user agent, with which outcome and request
+	// id. Records are append-only: nothing can change them, and only the retention purge removes them
+	// (`FINSVC_AUDIT_RETENTION`, one year by default, at least 90 days). Nothing secret is recorded: no password,
+	// token or secret, and no email typed into a failed sign-in.
+	//
+	// Page with record ids: `starting_after` gives the older records, `ending_before` the newer ones nearest to
+	// it. Records are numbered in the order their actions committed, so a cursor never skips one. Admins only.
+	//
+	// Corresponds with GET /api/1.0/audit-log (the `ListAuditLog` operationId).
+	ListAuditLog(ctx context.Context, params *ListAuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportAuditLog Export the audit log as JSON Lines
+	//
+	// Every record matching the filters, oldest first, one `AuditRecord` JSON object per line
+	// (`application/x-ndjson`), at most 100,000 records per call: narrow the time range, or continue with
+	// `created_after` set to the last record's `occurred_at`, to export more. Admins only.
+	//
+	// Corresponds with GET /api/1.0/audit-log/export (the `ExportAuditLog` operationId).
+	ExportAuditLog(ctx context.Context, params *ExportAuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListClients List clients
 	//
@@ -3763,6 +4434,49 @@ func (c *APIClient) FinalizeAct(ctx context.Context, actUuid ActUuid, params *Fi
 // Corresponds with GET /api/1.0/acts/{act_uuid}/history (the `ListActHistory` operationId).
 func (c *APIClient) ListActHistory(ctx context.Context, actUuid ActUuid, params *ListActHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListActHistoryRequest(c.Server, actUuid, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAuditLog List the audit log
+//
+// The tenant's audit records, newest first: who (a user, an app acting for a user, the service) did which
+// security-relevant action to what, when, from which address and user agent, with which outcome and request
+// id. Records are append-only: nothing can change them, and only the retention purge removes them
+// (`FINSVC_AUDIT_RETENTION`, one year by default, at least 90 days). Nothing secret is recorded: no password,
+// token or secret, and no email typed into a failed sign-in.
+//
+// Page with record ids: `starting_after` gives the older records, `ending_before` the newer ones nearest to
+// it. Records are numbered in the order their actions committed, so a cursor never skips one. Admins only.
+//
+// Corresponds with GET /api/1.0/audit-log (the `ListAuditLog` operationId).
+func (c *APIClient) ListAuditLog(ctx context.Context, params *ListAuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditLogRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportAuditLog Export the audit log as JSON Lines
+//
+// Every record matching the filters, oldest first, one `AuditRecord` JSON object per line
+// (`application/x-ndjson`), at most 100,000 records per call: narrow the time range, or continue with
+// `created_after` set to the last record's `occurred_at`, to export more. Admins only.
+//
+// Corresponds with GET /api/1.0/audit-log/export (the `ExportAuditLog` operationId).
+func (c *APIClient) ExportAuditLog(ctx context.Context, params *ExportAuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportAuditLogRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5432,6 +6146,294 @@ func NewListActHistoryRequest(server string, actUuid ActUuid, params *ListActHis
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAuditLogRequest constructs an http.Request for the ListAuditLog method
+func NewListAuditLogRequest(server string, params *ListAuditLogParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/1.0/audit-log")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ActorUserId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor_user_id", *params.ActorUserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ActorApp != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor_app", *params.ActorApp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TargetType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target_type", *params.TargetType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TargetId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target_id", *params.TargetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StartingAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "starting_after", *params.StartingAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EndingBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ending_before", *params.EndingBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportAuditLogRequest constructs an http.Request for the ExportAuditLog method
+func NewExportAuditLogRequest(server string, params *ExportAuditLogParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/1.0/audit-log/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ActorUserId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor_user_id", *params.ActorUserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ActorApp != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor_app", *params.ActorApp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TargetType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target_type", *params.TargetType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TargetId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target_id", *params.TargetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7719,6 +8721,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/1.0/acts/{act_uuid}/history (the `ListActHistory` operationId).
 	ListActHistoryWithResponse(ctx context.Context, actUuid ActUuid, params *ListActHistoryParams, reqEditors ...RequestEditorFn) (*ListActHistoryResponse, error)
+
+	// ListAuditLogWithResponse List the audit log
+	//
+	// The tenant's audit records, newest first: who (a user, an app acting for a user, the service) did which
+	// security-relevant action to what, when, from which address and user agent, with which outcome and request
+	// id. Records are append-only: nothing can change them, and only the retention purge removes them
+	// (`FINSVC_AUDIT_RETENTION`, one year by default, at least 90 days). Nothing secret is recorded: no password,
+	// token or secret, and no email typed into a failed sign-in.
+	//
+	// Page with record ids: `starting_after` gives the older records, `ending_before` the newer ones nearest to
+	// it. Records are numbered in the order their actions committed, so a cursor never skips one. Admins only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/1.0/audit-log (the `ListAuditLog` operationId).
+	ListAuditLogWithResponse(ctx context.Context, params *ListAuditLogParams, reqEditors ...RequestEditorFn) (*ListAuditLogResponse, error)
+
+	// ExportAuditLogWithResponse Export the audit log as JSON Lines
+	//
+	// Every record matching the filters, oldest first, one `AuditRecord` JSON object per line
+	// (`application/x-ndjson`), at most 100,000 records per call: narrow the time range, or continue with
+	// `created_after` set to the last record's `occurred_at`, to export more. Admins only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/1.0/audit-log/export (the `ExportAuditLog` operationId).
+	ExportAuditLogWithResponse(ctx context.Context, params *ExportAuditLogParams, reqEditors ...RequestEditorFn) (*ExportAuditLogResponse, error)
 
 	// ListClientsWithResponse List clients
 	//
@@ -10690,6 +11719,319 @@ func (r ListActHistoryResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListActHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAuditLogResponse200Headers the declared response headers of an HTTP 200 response for ListAuditLog
+type ListAuditLogResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+// ListAuditLogResponse400Headers the declared response headers of an HTTP 400 response for ListAuditLog
+type ListAuditLogResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+// ListAuditLogResponse401Headers the declared response headers of an HTTP 401 response for ListAuditLog
+type ListAuditLogResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    *string
+	RequestId          *string
+}
+
+// ListAuditLogResponse403Headers the declared response headers of an HTTP 403 response for ListAuditLog
+type ListAuditLogResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+// ListAuditLogResponse429Headers the declared response headers of an HTTP 429 response for ListAuditLog
+type ListAuditLogResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+	RequestId          *string
+}
+
+// ListAuditLogResponse503Headers the declared response headers of an HTTP 503 response for ListAuditLog
+type ListAuditLogResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+	RequestId          *string
+}
+
+// ListAuditLogResponseDefaultHeaders the declared response headers of an HTTP default response for ListAuditLog
+type ListAuditLogResponseDefaultHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+type ListAuditLogResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditRecordList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAuditLogResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListAuditLogResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAuditLogResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAuditLogResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAuditLogResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAuditLogResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListAuditLogResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditLogResponse) GetJSON200() *AuditRecordList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditLogResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditLogResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAuditLogResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAuditLogResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAuditLogResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ListAuditLogResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditLogResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditLogResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditLogResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditLogResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportAuditLogResponse200Headers the declared response headers of an HTTP 200 response for ExportAuditLog
+type ExportAuditLogResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+// ExportAuditLogResponse400Headers the declared response headers of an HTTP 400 response for ExportAuditLog
+type ExportAuditLogResponse400Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+// ExportAuditLogResponse401Headers the declared response headers of an HTTP 401 response for ExportAuditLog
+type ExportAuditLogResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    *string
+	RequestId          *string
+}
+
+// ExportAuditLogResponse403Headers the declared response headers of an HTTP 403 response for ExportAuditLog
+type ExportAuditLogResponse403Headers struct {
+	IdempotentReplayed *string
+	OriginalRequest    *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+// ExportAuditLogResponse429Headers the declared response headers of an HTTP 429 response for ExportAuditLog
+type ExportAuditLogResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+	RequestId          *string
+}
+
+// ExportAuditLogResponse503Headers the declared response headers of an HTTP 503 response for ExportAuditLog
+type ExportAuditLogResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+	RequestId          *string
+}
+
+// ExportAuditLogResponseDefaultHeaders the declared response headers of an HTTP default response for ExportAuditLog
+type ExportAuditLogResponseDefaultHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RequestId          *string
+}
+
+type ExportAuditLogResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportAuditLogResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ExportAuditLogResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportAuditLogResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ExportAuditLogResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportAuditLogResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportAuditLogResponse503Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ExportAuditLogResponseDefaultHeaders
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportAuditLogResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportAuditLogResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExportAuditLogResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ExportAuditLogResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportAuditLogResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ExportAuditLogResponse) GetJSONDefault() *Error {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportAuditLogResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportAuditLogResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportAuditLogResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportAuditLogResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17444,6 +18786,45 @@ func (c *ClientWithResponses) ListActHistoryWithResponse(ctx context.Context, ac
 	return ParseListActHistoryResponse(rsp)
 }
 
+// ListAuditLogWithResponse List the audit log
+//
+// The tenant's audit records, newest first: who (a user, an app acting for a user, the service) did which
+// security-relevant action to what, when, from which address and user agent, with which outcome and request
+// id. Records are append-only: nothing can change them, and only the retention purge removes them
+// (`FINSVC_AUDIT_RETENTION`, one year by default, at least 90 days). Nothing secret is recorded: no password,
+// token or secret, and no email typed into a failed sign-in.
+//
+// Page with record ids: `starting_after` gives the older records, `ending_before` the newer ones nearest to
+// it. Records are numbered in the order their actions committed, so a cursor never skips one. Admins only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/1.0/audit-log (the `ListAuditLog` operationId).
+func (c *ClientWithResponses) ListAuditLogWithResponse(ctx context.Context, params *ListAuditLogParams, reqEditors ...RequestEditorFn) (*ListAuditLogResponse, error) {
+	rsp, err := c.ListAuditLog(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditLogResponse(rsp)
+}
+
+// ExportAuditLogWithResponse Export the audit log as JSON Lines
+//
+// Every record matching the filters, oldest first, one `AuditRecord` JSON object per line
+// (`application/x-ndjson`), at most 100,000 records per call: narrow the time range, or continue with
+// `created_after` set to the last record's `occurred_at`, to export more. Admins only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/1.0/audit-log/export (the `ExportAuditLog` operationId).
+func (c *ClientWithResponses) ExportAuditLogWithResponse(ctx context.Context, params *ExportAuditLogParams, reqEditors ...RequestEditorFn) (*ExportAuditLogResponse, error) {
+	rsp, err := c.ExportAuditLog(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportAuditLogResponse(rsp)
+}
+
 // ListClientsWithResponse List clients
 //
 // Returns a page of the tenant's clients ordered by id (by `updated_at`, then id, with `updated_since`), with
@@ -23709,6 +25090,673 @@ func ParseListActHistoryResponse(rsp *http.Response) (*ListActHistoryResponse, e
 		response.Headers503 = &headers
 	case true:
 		var headers ListActHistoryResponseDefaultHeaders
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAuditLogResponse parses an HTTP response from a ListAuditLogWithResponse call
+func ParseListAuditLogResponse(rsp *http.Response) (*ListAuditLogResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditLogResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditRecordList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAuditLogResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListAuditLogResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAuditLogResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAuditLogResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAuditLogResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAuditLogResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ListAuditLogResponseDefaultHeaders
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportAuditLogResponse parses an HTTP response from a ExportAuditLogWithResponse call
+func ParseExportAuditLogResponse(rsp *http.Response) (*ExportAuditLogResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportAuditLogResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportAuditLogResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ExportAuditLogResponse400Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportAuditLogResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ExportAuditLogResponse403Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Original-Request"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Original-Request", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.OriginalRequest = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportAuditLogResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportAuditLogResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("request_id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "request_id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = &value
+		}
+		response.Headers503 = &headers
+	case true:
+		var headers ExportAuditLogResponseDefaultHeaders
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -37756,6 +39804,16 @@ type CallbackInitiatorInterface interface {
 
 	DeliverActCreated(ctx context.Context, targetURL string, params *DeliverActCreatedParams, body DeliverActCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeliverActDataUpdatedWithBody fires the actDataUpdated callback with any body
+	DeliverActDataUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActDataUpdated(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, body DeliverActDataUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverActDeletedWithBody fires the actDeleted callback with any body
+	DeliverActDeletedWithBody(ctx context.Context, targetURL string, params *DeliverActDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActDeleted(ctx context.Context, targetURL string, params *DeliverActDeletedParams, body DeliverActDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeliverActDuplicatedWithBody fires the actDuplicated callback with any body
 	DeliverActDuplicatedWithBody(ctx context.Context, targetURL string, params *DeliverActDuplicatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -37765,6 +39823,36 @@ type CallbackInitiatorInterface interface {
 	DeliverActFetchDataWithBody(ctx context.Context, targetURL string, params *DeliverActFetchDataParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	DeliverActFetchData(ctx context.Context, targetURL string, params *DeliverActFetchDataParams, body DeliverActFetchDataJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverActFinalizedWithBody fires the actFinalized callback with any body
+	DeliverActFinalizedWithBody(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActFinalized(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, body DeliverActFinalizedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverActUpdatedWithBody fires the actUpdated callback with any body
+	DeliverActUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverActUpdated(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, body DeliverActUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverClientCreatedWithBody fires the clientCreated callback with any body
+	DeliverClientCreatedWithBody(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverClientCreated(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, body DeliverClientCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverClientDeletedWithBody fires the clientDeleted callback with any body
+	DeliverClientDeletedWithBody(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverClientDeleted(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, body DeliverClientDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverClientUpdatedWithBody fires the clientUpdated callback with any body
+	DeliverClientUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverClientUpdated(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, body DeliverClientUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverFetchRequestCompletedWithBody fires the fetchRequestCompleted callback with any body
+	DeliverFetchRequestCompletedWithBody(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	DeliverFetchRequestCompleted(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, body DeliverFetchRequestCompletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeliverWebhookTestWithBody fires the webhookTest callback with any body
 	DeliverWebhookTestWithBody(ctx context.Context, targetURL string, params *DeliverWebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -37786,6 +39874,54 @@ func (p *CallbackInitiator) DeliverActCreatedWithBody(ctx context.Context, targe
 
 func (p *CallbackInitiator) DeliverActCreated(ctx context.Context, targetURL string, params *DeliverActCreatedParams, body DeliverActCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeliverActCreatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDataUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDataUpdatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDataUpdated(ctx context.Context, targetURL string, params *DeliverActDataUpdatedParams, body DeliverActDataUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDataUpdatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDeletedWithBody(ctx context.Context, targetURL string, params *DeliverActDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDeletedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActDeleted(ctx context.Context, targetURL string, params *DeliverActDeletedParams, body DeliverActDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActDeletedCallbackRequest(targetURL, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -37844,6 +39980,150 @@ func (p *CallbackInitiator) DeliverActFetchData(ctx context.Context, targetURL s
 	return p.Client.Do(req)
 }
 
+func (p *CallbackInitiator) DeliverActFinalizedWithBody(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActFinalizedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActFinalized(ctx context.Context, targetURL string, params *DeliverActFinalizedParams, body DeliverActFinalizedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActFinalizedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActUpdatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverActUpdated(ctx context.Context, targetURL string, params *DeliverActUpdatedParams, body DeliverActUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverActUpdatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientCreatedWithBody(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientCreatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientCreated(ctx context.Context, targetURL string, params *DeliverClientCreatedParams, body DeliverClientCreatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientCreatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientDeletedWithBody(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientDeletedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientDeleted(ctx context.Context, targetURL string, params *DeliverClientDeletedParams, body DeliverClientDeletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientDeletedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientUpdatedWithBody(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientUpdatedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverClientUpdated(ctx context.Context, targetURL string, params *DeliverClientUpdatedParams, body DeliverClientUpdatedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverClientUpdatedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverFetchRequestCompletedWithBody(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverFetchRequestCompletedCallbackRequestWithBody(targetURL, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *CallbackInitiator) DeliverFetchRequestCompleted(ctx context.Context, targetURL string, params *DeliverFetchRequestCompletedParams, body DeliverFetchRequestCompletedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverFetchRequestCompletedCallbackRequest(targetURL, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyCallbackEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
 func (p *CallbackInitiator) DeliverWebhookTestWithBody(ctx context.Context, targetURL string, params *DeliverWebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeliverWebhookTestCallbackRequestWithBody(targetURL, params, contentType, body)
 	if err != nil {
@@ -37881,6 +40161,168 @@ func NewDeliverActCreatedCallbackRequest(targetURL string, params *DeliverActCre
 
 // NewDeliverActCreatedCallbackRequestWithBody builds a POST request for the actCreated callback with any body
 func NewDeliverActCreatedCallbackRequestWithBody(targetURL string, params *DeliverActCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActDataUpdatedCallbackRequest builds a application/json POST request for the actDataUpdated callback
+func NewDeliverActDataUpdatedCallbackRequest(targetURL string, params *DeliverActDataUpdatedParams, body DeliverActDataUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActDataUpdatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActDataUpdatedCallbackRequestWithBody builds a POST request for the actDataUpdated callback with any body
+func NewDeliverActDataUpdatedCallbackRequestWithBody(targetURL string, params *DeliverActDataUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActDeletedCallbackRequest builds a application/json POST request for the actDeleted callback
+func NewDeliverActDeletedCallbackRequest(targetURL string, params *DeliverActDeletedParams, body DeliverActDeletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActDeletedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActDeletedCallbackRequestWithBody builds a POST request for the actDeleted callback with any body
+func NewDeliverActDeletedCallbackRequestWithBody(targetURL string, params *DeliverActDeletedParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 
@@ -38043,6 +40485,492 @@ func NewDeliverActFetchDataCallbackRequest(targetURL string, params *DeliverActF
 
 // NewDeliverActFetchDataCallbackRequestWithBody builds a POST request for the actFetchData callback with any body
 func NewDeliverActFetchDataCallbackRequestWithBody(targetURL string, params *DeliverActFetchDataParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActFinalizedCallbackRequest builds a application/json POST request for the actFinalized callback
+func NewDeliverActFinalizedCallbackRequest(targetURL string, params *DeliverActFinalizedParams, body DeliverActFinalizedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActFinalizedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActFinalizedCallbackRequestWithBody builds a POST request for the actFinalized callback with any body
+func NewDeliverActFinalizedCallbackRequestWithBody(targetURL string, params *DeliverActFinalizedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverActUpdatedCallbackRequest builds a application/json POST request for the actUpdated callback
+func NewDeliverActUpdatedCallbackRequest(targetURL string, params *DeliverActUpdatedParams, body DeliverActUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverActUpdatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverActUpdatedCallbackRequestWithBody builds a POST request for the actUpdated callback with any body
+func NewDeliverActUpdatedCallbackRequestWithBody(targetURL string, params *DeliverActUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverClientCreatedCallbackRequest builds a application/json POST request for the clientCreated callback
+func NewDeliverClientCreatedCallbackRequest(targetURL string, params *DeliverClientCreatedParams, body DeliverClientCreatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverClientCreatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverClientCreatedCallbackRequestWithBody builds a POST request for the clientCreated callback with any body
+func NewDeliverClientCreatedCallbackRequestWithBody(targetURL string, params *DeliverClientCreatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverClientDeletedCallbackRequest builds a application/json POST request for the clientDeleted callback
+func NewDeliverClientDeletedCallbackRequest(targetURL string, params *DeliverClientDeletedParams, body DeliverClientDeletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverClientDeletedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverClientDeletedCallbackRequestWithBody builds a POST request for the clientDeleted callback with any body
+func NewDeliverClientDeletedCallbackRequestWithBody(targetURL string, params *DeliverClientDeletedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverClientUpdatedCallbackRequest builds a application/json POST request for the clientUpdated callback
+func NewDeliverClientUpdatedCallbackRequest(targetURL string, params *DeliverClientUpdatedParams, body DeliverClientUpdatedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverClientUpdatedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverClientUpdatedCallbackRequestWithBody builds a POST request for the clientUpdated callback with any body
+func NewDeliverClientUpdatedCallbackRequestWithBody(targetURL string, params *DeliverClientUpdatedParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Signature", params.XSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Signature", headerParam0)
+
+		var headerParam1 string
+
+		headerParam1, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam1)
+
+		var headerParam2 string
+
+		headerParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam2)
+
+		var headerParam3 string
+
+		headerParam3, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam3)
+
+		if params.Traceparent != nil {
+			var headerParam4 string
+
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam4)
+		}
+
+	}
+	return req, nil
+}
+
+// NewDeliverFetchRequestCompletedCallbackRequest builds a application/json POST request for the fetchRequestCompleted callback
+func NewDeliverFetchRequestCompletedCallbackRequest(targetURL string, params *DeliverFetchRequestCompletedParams, body DeliverFetchRequestCompletedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverFetchRequestCompletedCallbackRequestWithBody(targetURL, params, "application/json", bodyReader)
+}
+
+// NewDeliverFetchRequestCompletedCallbackRequestWithBody builds a POST request for the fetchRequestCompleted callback with any body
+func NewDeliverFetchRequestCompletedCallbackRequestWithBody(targetURL string, params *DeliverFetchRequestCompletedParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 

@@ -749,6 +749,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/1.0/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit log
+         * @description The tenant's audit records, newest first: who (a user, an app acting for a user, the service) did which
+         *     security-relevant action to what, when, from which address and user agent, with which outcome and request
+         *     id. Records are append-only: nothing can change them, and only the retention purge removes them
+         *     (`FINSVC_AUDIT_RETENTION`, one year by default, at least 90 days). Nothing secret is recorded: no password,
+         *     token or secret, and no email typed into a failed sign-in.
+         *
+         *     Page with record ids: `starting_after` gives the older records, `ending_before` the newer ones nearest to
+         *     it. Records are numbered in the order their actions committed, so a cursor never skips one. Admins only.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/1.0/audit-log/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the audit log as JSON Lines
+         * @description Every record matching the filters, oldest first, one `AuditRecord` JSON object per line
+         *     (`application/x-ndjson`), at most 100,000 records per call: narrow the time range, or continue with
+         *     `created_after` set to the last record's `occurred_at`, to export more. Admins only.
+         */
+        get: operations["exportAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/1.0/event-types": {
         parameters: {
             query?: never;
@@ -1726,15 +1775,15 @@ export interface components {
             data: components["schemas"]["DataPoint"][];
         };
         /**
-         * @description Webhook event kinds.
+         * @description Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
          * @enum {string}
          */
-        EventKind: "act.fetch_data" | "act.created" | "act.duplicated";
+        EventKind: "act.fetch_data" | "act.created" | "act.duplicated" | "client.created" | "client.updated" | "client.deleted" | "act.updated" | "act.finalized" | "act.deleted" | "act.data_updated" | "fetch_request.completed";
         /**
-         * @description The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request).
+         * @description The event a delivery carries; every subscribable kind, and `webhook.test` (sent on request). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
          * @enum {string}
          */
-        DeliveryEventKind: "act.fetch_data" | "act.created" | "act.duplicated" | "webhook.test";
+        DeliveryEventKind: "act.fetch_data" | "act.created" | "act.duplicated" | "client.created" | "client.updated" | "client.deleted" | "act.updated" | "act.finalized" | "act.deleted" | "act.data_updated" | "fetch_request.completed" | "webhook.test";
         /** @description A webhook registration (without its secret). */
         Webhook: {
             /**
@@ -2123,6 +2172,264 @@ export interface components {
              */
             occurred_at: string;
             data: components["schemas"]["ActDuplicatedPayload"];
+        };
+        /** @description The `data` of a `client.created`, `client.updated` or `client.deleted` event. */
+        ClientEventPayload: {
+            client: components["schemas"]["Client"];
+        };
+        /** @description The `data` of an `act.updated` or `act.finalized` event. */
+        ActEventPayload: {
+            act: components["schemas"]["Act"];
+        };
+        /** @description The `data` of an `act.deleted` event. */
+        ActDeletedPayload: {
+            /**
+             * Format: uuid
+             * @description The deleted act.
+             */
+            act_uuid: string;
+            /**
+             * Format: int64
+             * @description The client the act evaluated.
+             */
+            client_id: number;
+        };
+        /** @description The `data` of an `act.data_updated` event. */
+        ActDataUpdatedPayload: {
+            /**
+             * Format: uuid
+             * @description The act.
+             */
+            act_uuid: string;
+            /**
+             * Format: uuid
+             * @description The fetch request the values answered, or null for an edit.
+             */
+            fetch_request_id: string | null;
+            /** @description The changed data points, after the change. */
+            data: components["schemas"]["DataPoint"][];
+        };
+        /** @description The `data` of a `fetch_request.completed` event. */
+        FetchRequestCompletedPayload: {
+            fetch_request: components["schemas"]["FetchRequest"];
+        };
+        /** @description The `client.created` envelope. */
+        ClientCreatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `client.created`.
+             * @enum {string}
+             */
+            event: "client.created";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ClientEventPayload"];
+        };
+        /** @description The `client.updated` envelope. */
+        ClientUpdatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `client.updated`.
+             * @enum {string}
+             */
+            event: "client.updated";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ClientEventPayload"];
+        };
+        /** @description The `client.deleted` envelope. */
+        ClientDeletedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `client.deleted`.
+             * @enum {string}
+             */
+            event: "client.deleted";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ClientEventPayload"];
+        };
+        /** @description The `act.updated` envelope. */
+        ActUpdatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.updated`.
+             * @enum {string}
+             */
+            event: "act.updated";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActEventPayload"];
+        };
+        /** @description The `act.finalized` envelope. */
+        ActFinalizedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.finalized`.
+             * @enum {string}
+             */
+            event: "act.finalized";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActEventPayload"];
+        };
+        /** @description The `act.deleted` envelope. */
+        ActDeletedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.deleted`.
+             * @enum {string}
+             */
+            event: "act.deleted";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActDeletedPayload"];
+        };
+        /** @description The `act.data_updated` envelope. */
+        ActDataUpdatedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `act.data_updated`.
+             * @enum {string}
+             */
+            event: "act.data_updated";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["ActDataUpdatedPayload"];
+        };
+        /** @description The `fetch_request.completed` envelope. */
+        FetchRequestCompletedEvent: {
+            /**
+             * Format: uuid
+             * @description The event id.
+             */
+            id: string;
+            /**
+             * @description Always `fetch_request.completed`.
+             * @enum {string}
+             */
+            event: "fetch_request.completed";
+            /**
+             * Format: date-time
+             * @description When it happened.
+             */
+            occurred_at: string;
+            data: components["schemas"]["FetchRequestCompletedPayload"];
+        };
+        /** @description One audit record. */
+        AuditRecord: {
+            /**
+             * Format: int64
+             * @description The record's number in the tenant, in commit order.
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the action happened (UTC).
+             */
+            occurred_at: string;
+            actor: components["schemas"]["AuditActor"];
+            /** @description The client's address, as the service saw it (empty for the service's own actions). */
+            source_address: string;
+            /** @description The client's User-Agent (at most 512 bytes; empty when none). */
+            user_agent: string;
+            /**
+             * @description What was done: `auth.sign_in`, `user.created`, `user.role_changed`, `user.deactivated`,
+             *     `user.password_set`, `user.password_changed`, `user.one_time_password_issued`, `webhook.created`,
+             *     `webhook.updated`, `webhook.disabled` (by a person, or by the service after a 410 or repeated failures),
+             *     `webhook.deleted`, `webhook.secret_rotated`. An open set: new actions are added in minor versions.
+             * @example webhook.secret_rotated
+             */
+            action: string;
+            target: components["schemas"]["AuditTarget"];
+            /**
+             * @description `success`, or `failure` (a refused sign-in).
+             * @example success
+             */
+            outcome: string;
+            /** @description The request's id (the `request_id` response header; empty for the service's own actions). */
+            request_id: string;
+        };
+        /** @description Who acted. */
+        AuditActor: {
+            /**
+             * @description `user` (in person), `app` (an OAuth app acting for `user_id`), `system` (the service) or `anonymous` (a sign-in with unknown or wrong credentials).
+             * @example user
+             */
+            type: string;
+            /**
+             * Format: int64
+             * @description The user, or the user the app acts for.
+             */
+            user_id: number | null;
+            /** @description The app's client id, for `app`. */
+            app: string | null;
+        };
+        /** @description What the action was done to. */
+        AuditTarget: {
+            /**
+             * @description `user`, `webhook`, ...
+             * @example webhook
+             */
+            type: string;
+            /** @description The target's id (empty when unknown, as for a sign-in with an unknown email). */
+            id: string;
+        };
+        /** @description A page of audit records. */
+        AuditRecordList: {
+            /** @description The records on this page, newest first. */
+            data: components["schemas"]["AuditRecord"][];
+            /** @description Whether another page follows in the direction read. */
+            has_more: boolean;
         };
         /** @description A token request. `authorization_code` needs `code` and `redirect_uri` (and `code_verifier` with PKCE); `refresh_token` needs `refresh_token`. Client credentials may instead come by HTTP Basic auth. */
         TokenRequest: {
@@ -4635,6 +4942,103 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Only records of actions by this user (in person, or through an app acting for them). */
+                actor_user_id?: number;
+                /** @description Only records of actions by this app (its client id). */
+                actor_app?: string;
+                /** @description Only records of this action (see `AuditRecord.action`). */
+                action?: string;
+                /** @description Only records about this kind of target (`user`, `webhook`, ...). */
+                target_type?: string;
+                /** @description Only records about the target with this id. */
+                target_id?: string;
+                /** @description Only records at or after this time. */
+                created_after?: string;
+                /** @description Only records strictly before this time. */
+                created_before?: string;
+                /** @description A record id; list the records older than it. */
+                starting_after?: number;
+                /** @description A record id; list the records newer than it (the nearest ones, still newest first). Not with `starting_after`. */
+                ending_before?: number;
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit records. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditRecordList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    exportAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Only records of actions by this user (in person, or through an app acting for them). */
+                actor_user_id?: number;
+                /** @description Only records of actions by this app (its client id). */
+                actor_app?: string;
+                /** @description Only records of this action (see `AuditRecord.action`). */
+                action?: string;
+                /** @description Only records about this kind of target (`user`, `webhook`, ...). */
+                target_type?: string;
+                /** @description Only records about the target with this id. */
+                target_id?: string;
+                /** @description Only records at or after this time. */
+                created_after?: string;
+                /** @description Only records strictly before this time. */
+                created_before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records, one JSON object (an `AuditRecord`) per line. */
+            200: {
+                headers: {
+                    request_id: components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"id":42,"occurred_at":"2026-03-02T09:20:00Z","actor":{"type":"user","user_id":1,"app":null},"source_address":"203.0.113.7","user_agent":"Mozilla/5.0","action":"webhook.secret_rotated","target":{"type":"webhook","id":"3"},"outcome":"success","request_id":"8f3c2a1b9d0e4f5a6b7c8d9e"} */
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];

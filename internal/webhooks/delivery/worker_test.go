@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -177,6 +178,15 @@ func TestRetryScheduleRetryAfterAnd410(t *testing.T) {
 		}
 		if got.Active || got.DisabledReason == nil || !strings.Contains(*got.DisabledReason, "410") {
 			t.Fatalf("registration after 410: active %v reason %s", got.Active, str(got.DisabledReason))
+		}
+		// The audit log has it, by the service, in the disabling's transaction.
+		var actors []string
+		if err := d.Table("audit_log").Where("action = ? AND target_type = 'webhook' AND target_id = ?", "webhook.disabled",
+			fmt.Sprint(wh.ID)).Pluck("actor_type", &actors).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(actors) != 1 || actors[0] != "system" {
+			t.Fatalf("audit records of the disabling: %v", actors)
 		}
 		// A disabled registration gets nothing new.
 		f.emit(outbox.ActCreated, 1, nil, nil)

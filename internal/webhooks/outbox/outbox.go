@@ -33,6 +33,15 @@ const (
 	ActFetchData  = "act.fetch_data"
 	ActCreated    = "act.created"
 	ActDuplicated = "act.duplicated"
+	ActUpdated    = "act.updated"
+	ActFinalized  = "act.finalized"
+	ActDeleted    = "act.deleted"
+	// ActDataUpdated is a change of data point values: accepted or edited.
+	ActDataUpdated        = "act.data_updated"
+	FetchRequestCompleted = "fetch_request.completed"
+	ClientCreated         = "client.created"
+	ClientUpdated         = "client.updated"
+	ClientDeleted         = "client.deleted"
 )
 
 // WebhookTest is sent to one registration on request (EmitTo), whatever
@@ -40,7 +49,10 @@ const (
 const WebhookTest = "webhook.test"
 
 // Kinds lists every event kind a registration may subscribe to.
-var Kinds = []string{ActFetchData, ActCreated, ActDuplicated}
+var Kinds = []string{
+	ActFetchData, ActCreated, ActDuplicated, ActUpdated, ActFinalized, ActDeleted, ActDataUpdated,
+	FetchRequestCompleted, ClientCreated, ClientUpdated, ClientDeleted,
+}
 
 // ValidKind reports whether k is a known event kind.
 func ValidKind(k string) bool {

@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/counts"
 	"github.com/finsvc/finsvc/internal/db"
@@ -200,7 +201,10 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 			c := p.ClientID
 			w.CreatedByClientID = &c
 		}
-		return tx.Create(w).Error
+		if err := tx.Create(w).Error; err != nil {
+			return err
+		}
+		return record(ctx, tx, p, audit.WebhookCreated, w.ID)
 	})
 	if err != nil {
 		return nil, "", err
@@ -341,10 +345,23 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, target 
 		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
 			return err
 		}
+		action := audit.WebhookUpdated
+		if active != nil && !*active && cur.Active {
+			action = audit.WebhookDisabled
+		}
+		if err := record(ctx, tx, p, action, id); err != nil {
+			return err
+		}
 		w, err = s.get(ctx, tx, p, id)
 		return err
 	})
 	return w, err
+}
+
+// record writes the audit record of p's change of registration id.
+func record(ctx context.Context, tx *gorm.DB, p *auth.Principal, action string, id int64) error {
+	typ, tid := audit.Target(audit.TargetWebhook, id)
+	return audit.Record(ctx, tx, audit.Entry{Action: action, TargetType: typ, TargetID: tid, Actor: audit.ActorOf(p)})
 }
 
 // Disable deactivates a registration whose target asked to stop (410
@@ -355,6 +372,12 @@ func Disable(tx *gorm.DB, tenantID, id int64, reason string, now time.Time) erro
 	if err := tx.Table("webhooks").Where("tenant_id = ? AND id = ?", tenantID, id).
 		Updates(map[string]any{"active": false, "disabled_reason": reason, "disabled_at": now, "updated_at": now}).Error; err != nil {
 		return fmt.Errorf("registry: disable webhook %d: %w", id, err)
+	}
+	typ, target := audit.Target(audit.TargetWebhook, id)
+	if err := audit.RecordIn(tx.Statement.Context, tx, tenantID, audit.Entry{
+		Action: audit.WebhookDisabled, TargetType: typ, TargetID: target, Actor: audit.SystemActor,
+	}); err != nil {
+		return err
 	}
 	return outbox.CancelPending(tx, tenantID, id, "registration disabled: "+reason, now)
 }
@@ -380,7 +403,7 @@ func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err er
 		if res.RowsAffected == 0 {
 			return apperr.Ef(apperr.NotFound, "webhook %d not found", id)
 		}
-		return nil
+		return record(ctx, tx, p, audit.WebhookDeleted, id)
 	})
 }
 
@@ -414,6 +437,9 @@ func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64) (w *Web
 			"updated_at":                 now,
 		}
 		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
+			return err
+		}
+		if err := record(ctx, tx, p, audit.WebhookSecretRotated, id); err != nil {
 			return err
 		}
 		w, err = s.get(ctx, tx, p, id)
