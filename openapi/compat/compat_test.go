@@ -1,6 +1,7 @@
 package compat_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -29,12 +30,21 @@ func released(t *testing.T) []byte {
 	return read(t, path)
 }
 
-// edited is the current spec changed by edit, as JSON (a YAML subset).
+// edited is the current spec changed by edit, as JSON (a YAML subset),
+// labelled as a contributor labels a change on top of a release: the next
+// minor version with -dev (an edit may set its own version).
 func edited(t *testing.T, edit func(*openapi3.T)) []byte {
 	t.Helper()
 	spec, err := openapi3.NewLoader().LoadFromData(read(t, "../finsvc.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v := spec.Info.Version; !strings.HasSuffix(v, "-dev") {
+		var major, minor, patch int
+		if _, err := fmt.Sscanf(v, "%d.%d.%d", &major, &minor, &patch); err != nil {
+			t.Fatalf("info.version %q: %v", v, err)
+		}
+		spec.Info.Version = fmt.Sprintf("%d.%d.0-dev", major, minor+1)
 	}
 	edit(spec)
 	b, err := spec.MarshalJSON()
@@ -142,10 +152,10 @@ func TestGate(t *testing.T) {
 			op.Extensions = map[string]any{"x-sunset": time.Now().AddDate(0, 1, 0).Format(time.DateOnly)}
 		}, want: "api-sunset-date-too-small"},
 
-		{name: "credit_limit in steps of a tenth (not the reviewed hundredth)", edit: func(s *openapi3.T) {
+		{name: "credit_limit in steps of a tenth, not a hundredth", edit: func(s *openapi3.T) {
 			v := 0.1
 			schema(s, "ClientCreate").Properties["credit_limit"].Value.MultipleOf = &v
-		}, want: "request-property-multiple-of-set"},
+		}, want: "request-property-multiple-of-changed"},
 		{name: "another request number given a format", edit: func(s *openapi3.T) {
 			schema(s, "ClientUpdate").Properties["credit_limit"].Value.Format = "double"
 		}, want: "request-property-type-changed"},
@@ -169,7 +179,7 @@ func TestGate(t *testing.T) {
 			op := *get
 			op.OperationID = "getClientSummary"
 			s.Paths.Set("/api/1.0/clients/{id}/summary", &openapi3.PathItem{Get: &op})
-			s.Info.Version = "1.1.0"
+			s.Info.Version = "1.2.0"
 		}},
 		{name: "deprecated with a sunset date six months on", ok: true, edit: func(s *openapi3.T) {
 			op := s.Paths.Value("/api/1.0/clients/{id}").Get
