@@ -9,25 +9,12 @@ import (
 	"github.com/finsvc/finsvc/internal/web"
 )
 
-// Deleting an app and revoking an app's access ask first, without
-// JavaScript, as the console's destructive actions do: the page's form
-// gets a page naming what will happen, and only that page's form acts,
-// its CSRF token being bound to the action's path.
-
-// confirmPage is what the confirmation page says and where its form posts.
-type confirmPage struct {
-	Title         string
-	Effects       []string
-	Button        string
-	Cancel        string
-	Action, Token string
-}
-
-// askFirst reports whether the form is the confirmation page's (act now).
-// Otherwise it answers: the confirmation page when the form is the one of
+// askFirst reports whether the form is the confirmation page's (act now;
+// its token is bound to the action's path, web.ConfirmPurpose). Otherwise
+// it answers: the confirmation page when the form is the one of
 // formPurpose (ask names what will happen), a 403 page when it is neither.
-func (s *Service) askFirst(c echo.Context, u *users.User, formPurpose string, ask func() (*confirmPage, error)) (bool, error) {
-	confirm := "confirm " + c.Request().URL.Path
+func (s *Service) askFirst(c echo.Context, u *users.User, formPurpose string, ask func() (*web.Confirmation, error)) (bool, error) {
+	confirm := web.ConfirmPurpose(c.Request().URL.Path)
 	if s.checkCSRF(c, confirm, "") {
 		return true, nil
 	}
@@ -39,7 +26,7 @@ func (s *Service) askFirst(c echo.Context, u *users.User, formPurpose string, as
 		return false, err
 	}
 	cp.Action, cp.Token = c.Request().URL.Path, s.csrfToken(c.Request().Context(), s.csrfSeed(c), confirm, "")
-	return false, s.render(c, http.StatusOK, "confirm", &page{Layout: web.Layout{Title: cp.Title, User: u}, Confirm: cp})
+	return false, s.render(c, http.StatusOK, "confirm", &page{Layout: web.Layout{Title: cp.Title, User: u, Confirm: cp}})
 }
 
 // notice is the flash of a page that shows what the last action did.

@@ -115,8 +115,7 @@ type page struct {
 	// password
 	Password *passwordPage
 	// a destructive action's question (askFirst), and what the last one did
-	Confirm *confirmPage
-	Notice  string
+	Notice string
 }
 
 type param struct{ Name, Value string }
@@ -491,8 +490,8 @@ func (s *Service) handleDeleteApp(c echo.Context) error {
 	if app == nil {
 		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
 	}
-	act, err := s.askFirst(c, u, "developer", func() (*confirmPage, error) {
-		return &confirmPage{
+	act, err := s.askFirst(c, u, "developer", func() (*web.Confirmation, error) {
+		return &web.Confirmation{Danger: true,
 			Title: "Delete the app " + app.Name + "?", Button: "Delete " + app.Name, Cancel: appsPath,
 			Effects: []string{
 				"Its client id " + app.ID + " and its secrets stop working now.",
@@ -548,8 +547,8 @@ func (s *Service) handleRevokeApp(c echo.Context) error {
 	if app, err := s.store.Client(ctx, id); err == nil {
 		name = app.Name
 	}
-	act, err := s.askFirst(c, u, "account", func() (*confirmPage, error) {
-		return &confirmPage{
+	act, err := s.askFirst(c, u, "account", func() (*web.Confirmation, error) {
+		return &web.Confirmation{Danger: true,
 			Title: "Revoke the access of " + name + "?", Button: "Revoke access", Cancel: "/account/apps",
 			Effects: []string{
 				name + " can no longer act on your behalf: its access and refresh tokens for you are revoked now.",

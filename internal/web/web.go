@@ -147,7 +147,31 @@ type Layout struct {
 	Menu       []NavItem // the navigation the user sees (Menu)
 	Message    string    // an error banner
 	Details    string
+	Confirm    *Confirmation // the "confirm" page's question
 }
+
+// Destructive actions ask first, without JavaScript, in the console and on
+// the developer and account pages alike: the page's form gets an answer
+// naming what will happen (the "confirm" page), and only that page's form
+// acts, its CSRF token being bound to the action's path (ConfirmPurpose),
+// which no other form carries. Reloading the confirmation repeats nothing
+// (it answered a POST that changed nothing), and going back leaves
+// everything as it was.
+
+// Confirmation is what the confirmation page says and where its form posts.
+type Confirmation struct {
+	Title   string   // the question, e.g. "Delete webhook 5?"
+	Effects []string // one sentence per consequence
+	Button  string   // the acting button's label
+	Cancel  string   // where "Cancel" leads
+	Danger  bool     // the button is red
+	Action  string   // the path the form posts to (the action's own)
+	Token   string   // the CSRF token of ConfirmPurpose(Action)
+}
+
+// ConfirmPurpose is the CSRF purpose of the confirmation form of the action
+// at path.
+func ConfirmPurpose(path string) string { return "confirm " + path }
 
 var layout = func() *template.Template {
 	t, err := Parse(nil)

@@ -95,7 +95,7 @@ func (cs *Console) deactivateUser(r *req) error {
 }
 
 // askDeactivate names what deactivating a user does.
-func (cs *Console) askDeactivate(r *req) (*confirmation, error) {
+func (cs *Console) askDeactivate(r *req) (*web.Confirmation, error) {
 	if err := cs.permitOr403(r, "deleteUser"); err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (cs *Console) askDeactivate(r *req) (*confirmation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &confirmation{
+	return &web.Confirmation{
 		Title: fmt.Sprintf("Deactivate %s?", u.Email), Button: "Deactivate " + u.Email, Danger: true, Cancel: "/console/users",
 		Effects: []string{
 			u.Email + " can no longer sign in; their sessions and every app's access tokens are revoked now.",

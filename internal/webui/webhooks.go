@@ -216,12 +216,12 @@ func indent(s string) string {
 }
 
 // askDelete names what deleting a registration takes with it.
-func (cs *Console) askDelete(r *req) (*confirmation, error) {
+func (cs *Console) askDelete(r *req) (*web.Confirmation, error) {
 	w, pending, err := cs.askWebhook(r, "deleteWebhook")
 	if err != nil {
 		return nil, err
 	}
-	return &confirmation{
+	return &web.Confirmation{
 		Title: fmt.Sprintf("Delete webhook %d?", w.ID), Button: "Delete the webhook", Danger: true, Cancel: webhookPath(w.ID),
 		Effects: []string{
 			fmt.Sprintf("%s will no longer receive %s events.", w.Target, w.Event),
@@ -232,12 +232,12 @@ func (cs *Console) askDelete(r *req) (*confirmation, error) {
 }
 
 // askDisable names what disabling a registration cancels.
-func (cs *Console) askDisable(r *req) (*confirmation, error) {
+func (cs *Console) askDisable(r *req) (*web.Confirmation, error) {
 	w, pending, err := cs.askWebhook(r, "updateWebhook")
 	if err != nil {
 		return nil, err
 	}
-	return &confirmation{
+	return &web.Confirmation{
 		Title: fmt.Sprintf("Disable webhook %d?", w.ID), Button: "Disable the webhook", Danger: true, Cancel: webhookPath(w.ID),
 		Effects: []string{
 			fmt.Sprintf("%s will receive no %s events until it is enabled again; events meanwhile are not sent later.", w.Target, w.Event),
@@ -247,12 +247,12 @@ func (cs *Console) askDisable(r *req) (*confirmation, error) {
 }
 
 // askRotate says what rotating the secret means for the receiver.
-func (cs *Console) askRotate(r *req) (*confirmation, error) {
+func (cs *Console) askRotate(r *req) (*web.Confirmation, error) {
 	w, _, err := cs.askWebhook(r, "rotateWebhookSecret")
 	if err != nil {
 		return nil, err
 	}
-	return &confirmation{
+	return &web.Confirmation{
 		Title: fmt.Sprintf("Rotate the signing secret of webhook %d?", w.ID), Button: "Rotate the secret", Cancel: webhookPath(w.ID),
 		Effects: []string{
 			"A new secret is made and shown once on the next page.",
