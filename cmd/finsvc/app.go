@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/tenant"
@@ -62,7 +63,7 @@ func runAppRotate(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer d.Close()
-	secret, until, err := oauth.RotateSecret(tenant.NewContext(ctx, t), d, *id, window)
+	secret, until, err := oauth.RotateSecret(tenant.NewContext(ctx, t), d, audit.SystemActor, *id, window)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func runAppEndOverlap(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer d.Close()
-	if err := oauth.EndSecretOverlap(tenant.NewContext(ctx, t), d, *id); err != nil {
+	if err := oauth.EndSecretOverlap(tenant.NewContext(ctx, t), d, audit.SystemActor, *id); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "the previous secret of app %s no longer works\n", *id)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/oauth/store"
 )
@@ -38,6 +40,18 @@ func TestAppCreate(t *testing.T) {
 	}
 	if c.SecretHash != store.HashSecret(out.ClientSecret) || c.Scopes != "clients:read acts:read" || len(c.GetRedirectURIs()) != 2 {
 		t.Fatalf("stored app %+v", c)
+	}
+	// Audited as the service's action, without the secret.
+	var recs []audit.Row
+	if err := d.Where("tenant_id = ?", c.TenantID).Find(&recs).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Action != audit.AppCreated || recs[0].ActorType != audit.ActorSystem || recs[0].ActorUserID != nil ||
+		recs[0].TargetType != audit.TargetApp || recs[0].TargetID != out.ClientID || recs[0].Outcome != audit.Success {
+		t.Fatalf("audit records %+v", recs)
+	}
+	if rec := fmt.Sprintf("%+v", recs[0]); strings.Contains(rec, out.ClientSecret) {
+		t.Fatalf("the audit record holds the secret: %s", rec)
 	}
 
 	r = exec(t, env, "app", "create", "--tenant", "acme", "--name", "Plain", "--redirect-uri", "https://ci.example.com/cb")

@@ -56,6 +56,7 @@ const (
 	WebhookSecretRotated    = "webhook.secret_rotated"
 	AppCreated              = "app.created"
 	AppSecretRotated        = "app.secret_rotated"
+	AppSecretOverlapEnded   = "app.secret_overlap_ended"
 	AppDeleted              = "app.deleted"
 	ConsentGranted          = "consent.granted"
 	ConsentRevoked          = "consent.revoked"

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/oauth/store"
@@ -147,7 +149,8 @@ func CreateApp(ctx context.Context, d *db.DB, tenantID int64, name string, redir
 }
 
 // CreateAppCtx is CreateApp for the tenant in ctx; createdBy is the admin
-// who registered it (nil from the CLI).
+// who registered it (nil from the CLI and seeding, which the audit log
+// records as the service).
 func CreateAppCtx(ctx context.Context, d *db.DB, createdBy *int64, name string, redirectURIs, scopes []string) (clientID, secret string, err error) {
 	name, uris, scs, err := ValidateApp(name, redirectURIs, scopes)
 	if err != nil {
@@ -162,11 +165,21 @@ func CreateAppCtx(ctx context.Context, d *db.DB, createdBy *int64, name string, 
 		TenantID: tenant.ID(ctx), ID: newClientID(), Name: name, SecretHash: store.HashSecret(secret),
 		RedirectURIs: string(uj), Scopes: strings.Join(scs, " "), CreatedBy: createdBy,
 	}
-	if err := d.DB.WithContext(ctx).Create(c).Error; err != nil {
-		if db.IsForeignKeyViolation(err) {
-			return "", "", apperr.E(apperr.NotFound, "tenant not found")
+	actor := audit.SystemActor
+	if createdBy != nil {
+		actor = audit.UserActor(*createdBy)
+	}
+	err = d.Tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(c).Error; err != nil {
+			if db.IsForeignKeyViolation(err) {
+				return apperr.E(apperr.NotFound, "tenant not found")
+			}
+			return fmt.Errorf("oauth: create app: %w", err)
 		}
-		return "", "", fmt.Errorf("oauth: create app: %w", err)
+		return recordApp(ctx, tx, actor, audit.AppCreated, c.ID)
+	})
+	if err != nil {
+		return "", "", err
 	}
 	return c.ID, secret, nil
 }
@@ -192,8 +205,9 @@ const (
 // integrations can switch without an outage, and previousUntil says until
 // when (nil when overlap is 0: it stops at once). Only one previous secret
 // is kept: a second rotation within the window ends the first one's.
-// Issued tokens stay valid either way.
-func RotateSecret(ctx context.Context, d *db.DB, clientID string, overlap time.Duration) (secret string, previousUntil *time.Time, err error) {
+// Issued tokens stay valid either way. actor is who rotated it (the
+// audit log's record).
+func RotateSecret(ctx context.Context, d *db.DB, actor *audit.Actor, clientID string, overlap time.Duration) (secret string, previousUntil *time.Time, err error) {
 	if overlap < 0 || overlap > MaxSecretOverlap {
 		return "", nil, apperr.E(apperr.Invalid, "invalid rotation").
 			WithField("overlap", fmt.Sprintf("must be between 0 (now) and %s", formatOverlap(MaxSecretOverlap)))
@@ -211,29 +225,48 @@ func RotateSecret(ctx context.Context, d *db.DB, clientID string, overlap time.D
 		// previous one.
 		set["previous_secret_hash"], set["previous_secret_expires_at"] = gorm.Expr("secret_hash"), until
 	}
-	res := tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", clientID).Updates(set)
-	if res.Error != nil {
-		return "", nil, fmt.Errorf("oauth: rotate secret: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return "", nil, apperr.E(apperr.NotFound, "app not found")
+	err = d.Tx(ctx, func(tx *gorm.DB) error {
+		res := tenant.Scope(ctx, tx).Model(&store.Client{}).Where("id = ?", clientID).Updates(set)
+		if res.Error != nil {
+			return fmt.Errorf("oauth: rotate secret: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return apperr.E(apperr.NotFound, "app not found")
+		}
+		return recordApp(ctx, tx, actor, audit.AppSecretRotated, clientID)
+	})
+	if err != nil {
+		return "", nil, err
 	}
 	return secret, previousUntil, nil
 }
 
 // EndSecretOverlap makes the app's previous secret stop working now (a
 // rotation's window ended early, when the old secret may have leaked or
-// every integration has switched). Without one it changes nothing.
-func EndSecretOverlap(ctx context.Context, d *db.DB, clientID string) error {
-	res := tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", clientID).
-		Updates(map[string]any{"previous_secret_hash": "", "previous_secret_expires_at": nil, "updated_at": d.NowFunc()})
-	if res.Error != nil {
-		return fmt.Errorf("oauth: end secret overlap: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return apperr.E(apperr.NotFound, "app not found")
-	}
-	return nil
+// every integration has switched). Without one it changes nothing, and
+// the audit log records actor's action only when a previous secret still
+// worked.
+func EndSecretOverlap(ctx context.Context, d *db.DB, actor *audit.Actor, clientID string) error {
+	return d.Tx(ctx, func(tx *gorm.DB) error {
+		var app store.Client
+		err := d.ForUpdate(tenant.Scope(ctx, tx)).Where("id = ?", clientID).Take(&app).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return apperr.E(apperr.NotFound, "app not found")
+		}
+		if err != nil {
+			return fmt.Errorf("oauth: end secret overlap: %w", err)
+		}
+		now := d.NowFunc()
+		err = tenant.Scope(ctx, tx).Model(&store.Client{}).Where("id = ?", clientID).
+			Updates(map[string]any{"previous_secret_hash": "", "previous_secret_expires_at": nil, "updated_at": now}).Error
+		if err != nil {
+			return fmt.Errorf("oauth: end secret overlap: %w", err)
+		}
+		if app.PreviousSecretUntil(now) == nil {
+			return nil
+		}
+		return recordApp(ctx, tx, actor, audit.AppSecretOverlapEnded, clientID)
+	})
 }
 
 // ParseOverlap reads a rotation window as the forms and the CLI give it:
@@ -262,8 +295,8 @@ func formatOverlap(d time.Duration) string {
 }
 
 // DeleteApp deletes the app; its codes, tokens and consents go with it
-// (foreign keys cascade).
-func DeleteApp(ctx context.Context, d *db.DB, clientID string) error {
+// (foreign keys cascade). actor is who deleted it (the audit log's record).
+func DeleteApp(ctx context.Context, d *db.DB, actor *audit.Actor, clientID string) error {
 	return d.Tx(ctx, func(tx *gorm.DB) error {
 		res := tenant.Scope(ctx, tx).Where("id = ?", clientID).Delete(&store.Client{})
 		if res.Error != nil {
@@ -272,15 +305,21 @@ func DeleteApp(ctx context.Context, d *db.DB, clientID string) error {
 		if res.RowsAffected == 0 {
 			return apperr.E(apperr.NotFound, "app not found")
 		}
-		return nil
+		return recordApp(ctx, tx, actor, audit.AppDeleted, clientID)
 	})
+}
+
+// recordApp writes the audit record of actor's action on app clientID, in
+// the action's transaction tx.
+func recordApp(ctx context.Context, tx *gorm.DB, actor *audit.Actor, action, clientID string) error {
+	return audit.Record(ctx, tx, audit.Entry{Action: action, TargetType: audit.TargetApp, TargetID: clientID, Actor: actor})
 }
 
 // EnsureApp makes sure the tenant in ctx has an app named name with these
 // redirect URIs and scopes, and returns its client id and a fresh secret:
 // an existing app of that name keeps its id and gets a new secret (the old
-// one is not recoverable). For idempotent seeding (`finsvc demo --data DIR`
-// run twice).
+// one is not recoverable; the audit log records a rotation by the
+// service). For idempotent seeding (`finsvc demo --data DIR` run twice).
 func EnsureApp(ctx context.Context, d *db.DB, name string, redirectURIs, scopes []string) (clientID, secret string, err error) {
 	name, uris, scs, err := ValidateApp(name, redirectURIs, scopes)
 	if err != nil {
@@ -299,12 +338,18 @@ func EnsureApp(ctx context.Context, d *db.DB, name string, redirectURIs, scopes 
 		return "", "", fmt.Errorf("oauth: encode redirect URIs: %w", err)
 	}
 	secret = NewSecret()
-	err = tenant.Scope(ctx, d.DB).Model(&store.Client{}).Where("id = ?", existing.ID).Updates(map[string]any{
-		"secret_hash": store.HashSecret(secret), "redirect_uris": string(uj), "scopes": strings.Join(scs, " "), "updated_at": d.NowFunc(),
-		"previous_secret_hash": "", "previous_secret_expires_at": nil,
-	}).Error
+	err = d.Tx(ctx, func(tx *gorm.DB) error {
+		err := tenant.Scope(ctx, tx).Model(&store.Client{}).Where("id = ?", existing.ID).Updates(map[string]any{
+			"secret_hash": store.HashSecret(secret), "redirect_uris": string(uj), "scopes": strings.Join(scs, " "), "updated_at": d.NowFunc(),
+			"previous_secret_hash": "", "previous_secret_expires_at": nil,
+		}).Error
+		if err != nil {
+			return fmt.Errorf("oauth: update app: %w", err)
+		}
+		return recordApp(ctx, tx, audit.SystemActor, audit.AppSecretRotated, existing.ID)
+	})
 	if err != nil {
-		return "", "", fmt.Errorf("oauth: update app: %w", err)
+		return "", "", err
 	}
 	return existing.ID, secret, nil
 }

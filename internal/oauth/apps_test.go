@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/oauth/store"
@@ -70,13 +71,13 @@ func TestEnsureAppAndTenantIsolation(t *testing.T) {
 		if apps, _ := oauth.ListApps(b, d); len(apps) != 0 {
 			t.Fatalf("tenant B lists %d apps", len(apps))
 		}
-		if _, _, err := oauth.RotateSecret(b, d, id1, time.Hour); !apperr.Is(err, apperr.NotFound) {
+		if _, _, err := oauth.RotateSecret(b, d, audit.SystemActor, id1, time.Hour); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("rotate from B: %v", err)
 		}
-		if err := oauth.DeleteApp(b, d, id1); !apperr.Is(err, apperr.NotFound) {
+		if err := oauth.DeleteApp(b, d, audit.SystemActor, id1); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("delete from B: %v", err)
 		}
-		if err := oauth.DeleteApp(a, d, id1); err != nil {
+		if err := oauth.DeleteApp(a, d, audit.SystemActor, id1); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := oauth.CreateApp(context.Background(), d, 999999, "X", []string{"https://x.example.com"}, nil); !apperr.Is(err, apperr.NotFound) {

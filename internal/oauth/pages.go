@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/clientaddr"
 	"github.com/finsvc/finsvc/internal/db"
@@ -443,7 +444,7 @@ func (s *Service) handleRotateApp(c echo.Context) error {
 	if err != nil {
 		return s.appsPage(c, u, http.StatusBadRequest, describe(err), nil)
 	}
-	secret, until, err := RotateSecret(ctx, s.db, id, overlap)
+	secret, until, err := RotateSecret(ctx, s.db, audit.UserActor(u.ID), id, overlap)
 	if err != nil {
 		return err
 	}
@@ -464,7 +465,7 @@ func (s *Service) handleEndOverlap(c echo.Context) error {
 	if !ok {
 		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
 	}
-	err = EndSecretOverlap(c.Request().Context(), s.db, id)
+	err = EndSecretOverlap(c.Request().Context(), s.db, audit.UserActor(u.ID), id)
 	if apperr.Is(err, apperr.NotFound) {
 		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
 	}
@@ -503,7 +504,7 @@ func (s *Service) handleDeleteApp(c echo.Context) error {
 	if !act || err != nil {
 		return err
 	}
-	if err := DeleteApp(ctx, s.db, id); err != nil && !apperr.Is(err, apperr.NotFound) {
+	if err := DeleteApp(ctx, s.db, audit.UserActor(u.ID), id); err != nil && !apperr.Is(err, apperr.NotFound) {
 		return err
 	}
 	if err := s.SetFlash(c, u.ID, appsPath, &createdApp{Notice: "The app " + app.Name + " was deleted; its tokens no longer work."}); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/ory/fosite"
+	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/oauth/store"
@@ -220,8 +221,13 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	if done, err := s.chargeClient(c); done {
 		return err
 	}
-	ctx := r.Context()
-	if err := s.provider.NewRevocationRequest(ctx, r); err != nil {
+	// One transaction for the whole revocation (the family's refresh
+	// tokens, its access tokens) and its audit record: fosite revokes them
+	// by separate calls.
+	err := s.db.InTx(store.ForRevocation(r.Context()), func(ctx context.Context, _ *gorm.DB) error {
+		return s.provider.NewRevocationRequest(ctx, r.WithContext(ctx))
+	})
+	if err != nil {
 		var rfc *fosite.RFC6749Error
 		if errors.As(err, &rfc) {
 			switch rfc.ErrorField {

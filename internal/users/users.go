@@ -257,12 +257,20 @@ func (s *Store) Deactivate(ctx context.Context, id int64) (err error) {
 // Reactivate undoes Deactivate: user id may sign in again with their
 // password, and their webhook registrations receive events again. What
 // Deactivate revoked (sessions, apps' tokens) stays revoked. Reactivating
-// an active user changes nothing.
+// an active user changes nothing (and records nothing); the audit record
+// names the context's principal.
 func (s *Store) Reactivate(ctx context.Context, id int64) (_ *User, err error) {
 	defer apperr.Wrap(&err, "users.Reactivate(%d)", id)
 	now := s.now.Now()
-	err = tenant.Scope(ctx, s.db.WithContext(ctx)).Model(&User{}).Where("id = ? AND deactivated_at IS NOT NULL", id).
-		Updates(map[string]any{"deactivated_at": nil, "updated_at": now}).Error
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		res := tenant.Scope(ctx, tx).Model(&User{}).Where("id = ? AND deactivated_at IS NOT NULL", id).
+			Updates(map[string]any{"deactivated_at": nil, "updated_at": now})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error // an active (or unknown) user: nothing done, nothing recorded
+		}
+		typ, tid := audit.Target(audit.TargetUser, id)
+		return audit.Record(ctx, tx, audit.Entry{Action: audit.UserReactivated, TargetType: typ, TargetID: tid})
+	})
 	if err != nil {
 		return nil, err
 	}

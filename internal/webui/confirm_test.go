@@ -22,7 +22,8 @@ import (
 // cancels), change nothing until that page's form is sent, and take no
 // other form's token (the page's own again, or another action's
 // confirmation). Roles are refused before anything is asked. A deactivated
-// user is reactivated and signs in again.
+// user is reactivated (recorded in the audit log as the admin's action)
+// and signs in again.
 func TestDestructiveActionsAskFirst(t *testing.T) {
 	for _, dialect := range testdb.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
@@ -105,6 +106,12 @@ func TestDestructiveActionsAskFirst(t *testing.T) {
 			}
 			if acme.user(t, acme.member.id).DeactivatedAt != nil {
 				t.Fatal("still deactivated")
+			}
+			// Recorded once, by the signed-in admin.
+			r = admin.do("GET", "/console/audit?"+url.Values{"action": {"user.reactivated"}}.Encode(), nil)
+			if r.code != 200 || strings.Count(r.body, "<code>user.reactivated</code>") != 1 ||
+				!strings.Contains(r.body, fmt.Sprintf("user %d", acme.member.id)) || !strings.Contains(r.body, fmt.Sprintf("user %d<", acme.admin.id)) {
+				t.Fatalf("reactivations: %d\n%s", r.code, r.body)
 			}
 			if got := admin.do("GET", "/console/users", nil).body; !strings.Contains(html.UnescapeString(got), acme.member.email+" is active again") {
 				t.Error("no notice after the reactivation")

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/tenant"
 )
 
@@ -48,7 +49,8 @@ func (s *Store) HasConsent(ctx context.Context, userID int64, clientID string, s
 }
 
 // SaveConsent remembers that the user granted scopes to the app (adding to
-// what was granted before).
+// what was granted before), and records the grant, by the user, in the
+// audit log.
 func (s *Store) SaveConsent(ctx context.Context, userID int64, clientID string, scopes []string) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
 		var c Consent
@@ -70,7 +72,8 @@ func (s *Store) SaveConsent(ctx context.Context, userID int64, clientID string, 
 		if err != nil {
 			return fmt.Errorf("oauth store: save consent: %w", err)
 		}
-		return nil
+		return audit.Record(ctx, tx, audit.Entry{Action: audit.ConsentGranted, TargetType: audit.TargetApp, TargetID: clientID,
+			Actor: audit.UserActor(userID)})
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	fstorage "github.com/ory/fosite/storage"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/tenant"
 )
@@ -583,9 +584,57 @@ func (s *Store) RevokeRefreshToken(ctx context.Context, requestID string) error 
 }
 
 // RevokeAccessToken implements oauth2.TokenRevocationStorage: every access
-// token of the family is deleted.
+// token of the family is deleted. fosite calls it after RevokeRefreshToken,
+// so in a context from ForRevocation it also records the revocation
+// (recordRevocation).
 func (s *Store) RevokeAccessToken(ctx context.Context, requestID string) error {
-	return s.delete(ctx, tableAccess, "request_id", requestID)
+	if ctx.Value(revocationKey{}) == nil {
+		return s.delete(ctx, tableAccess, "request_id", requestID)
+	}
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		tctx := withTx(ctx, tx)
+		if err := s.recordRevocation(tctx, tx, requestID); err != nil {
+			return err
+		}
+		return s.delete(tctx, tableAccess, "request_id", requestID)
+	})
+}
+
+type revocationKey struct{}
+
+// ForRevocation returns ctx for a revocation by the app that holds the
+// token (the revocation endpoint): RevokeAccessToken records it in the
+// audit log. Run the revocation in one transaction (db.InTx) so that the
+// record commits with the whole revocation. fosite's own revocations of a
+// reused code or refresh token go without it.
+func ForRevocation(ctx context.Context) context.Context {
+	return context.WithValue(ctx, revocationKey{}, true)
+}
+
+// recordRevocation records the revocation of token family requestID, by
+// its app for its user, in tx. Its target is the family's request id,
+// never a token or a signature. A family with no row left records
+// nothing.
+func (s *Store) recordRevocation(ctx context.Context, tx *gorm.DB, requestID string) error {
+	var owner struct {
+		ClientID string
+		UserID   int64
+	}
+	var n int64
+	for _, t := range []string{tableAccess, tableRefresh} {
+		res := s.table(ctx, t).Select("client_id, user_id").Where("request_id = ?", requestID).Limit(1).Scan(&owner)
+		if res.Error != nil {
+			return fmt.Errorf("oauth store: find token family: %w", res.Error)
+		}
+		if n = res.RowsAffected; n > 0 {
+			break
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return audit.Record(ctx, tx, audit.Entry{Action: audit.TokenRevoked, TargetType: audit.TargetToken, TargetID: requestID,
+		Actor: &audit.Actor{Type: audit.ActorApp, UserID: &owner.UserID, ClientID: owner.ClientID}})
 }
 
 // CreatePKCERequestSession implements pkce.PKCERequestStorage.
@@ -690,22 +739,31 @@ func (s *Store) RevokeSessions(ctx context.Context, userID int64, keepHash strin
 
 // RevokeUserApp removes a user's grant to an app: the remembered consent,
 // every access token (deleted) and refresh token (deactivated), and unused
-// codes. Used by /account/apps.
+// codes. Used by /account/apps. When there was something to remove, the
+// audit log records the revocation by the user.
 func (s *Store) RevokeUserApp(ctx context.Context, userID int64, clientID string) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
 		tctx := withTx(ctx, tx)
 		w := "user_id = ? AND client_id = ?"
-		if err := s.table(tctx, "oauth_consents").Where(w, userID, clientID).Delete(map[string]any{}).Error; err != nil {
-			return fmt.Errorf("oauth store: revoke consent: %w", err)
+		res := s.table(tctx, "oauth_consents").Where(w, userID, clientID).Delete(map[string]any{})
+		if res.Error != nil {
+			return fmt.Errorf("oauth store: revoke consent: %w", res.Error)
 		}
-		if err := s.table(tctx, tableAccess).Where(w, userID, clientID).Delete(map[string]any{}).Error; err != nil {
-			return fmt.Errorf("oauth store: revoke access tokens: %w", err)
+		n := res.RowsAffected
+		if res = s.table(tctx, tableAccess).Where(w, userID, clientID).Delete(map[string]any{}); res.Error != nil {
+			return fmt.Errorf("oauth store: revoke access tokens: %w", res.Error)
 		}
+		n += res.RowsAffected
 		for _, t := range []string{tableRefresh, tableCodes} {
-			if err := s.table(tctx, t).Where(w, userID, clientID).Update("active", false).Error; err != nil {
-				return fmt.Errorf("oauth store: revoke %s: %w", t, err)
+			if res = s.table(tctx, t).Where(w+" AND active = ?", userID, clientID, true).Update("active", false); res.Error != nil {
+				return fmt.Errorf("oauth store: revoke %s: %w", t, res.Error)
 			}
+			n += res.RowsAffected
 		}
-		return nil
+		if n == 0 {
+			return nil // nothing granted: nothing revoked
+		}
+		return audit.Record(ctx, tx, audit.Entry{Action: audit.ConsentRevoked, TargetType: audit.TargetApp, TargetID: clientID,
+			Actor: audit.UserActor(userID)})
 	})
 }
