@@ -302,7 +302,7 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 		}
 		lastError := "target answered 500"
 		failed := outbox.Update{Status: outbox.Failed, LastError: &lastError, Attempt: &outbox.Attempt{Number: 8, At: time.Now(), StatusCode: 500}}
-		if held, err := outbox.Finish(t.Context(), env.DB, outbox.Claimed{TenantID: acme.Tenant.ID, ID: d.Id.String()}, "test", failed, time.Now(), nil); !held || err != nil {
+		if held, err := outbox.Finish(t.Context(), env.DB, outbox.Claimed{TenantID: acme.Tenant.ID, ID: d.Id.String(), WebhookID: int64(d.WebhookId), EventID: d.EventId.String()}, "test", failed, time.Now(), nil); !held || err != nil {
 			t.Fatalf("finish: held %v, %v", held, err)
 		}
 		var red models.Delivery

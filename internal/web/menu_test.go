@@ -28,7 +28,7 @@ func TestMenuFollowsThePolicy(t *testing.T) {
 	for role, want := range map[string]string{
 		auth.RoleViewer: "webhooks acts account password",
 		auth.RoleMember: "webhooks acts account password",
-		auth.RoleAdmin:  "webhooks acts users developer account password",
+		auth.RoleAdmin:  "webhooks acts users audit developer account password",
 	} {
 		if got := keys(role); got != want {
 			t.Errorf("%s sees %q, want %q", role, got, want)
