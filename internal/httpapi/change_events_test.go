@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
-	"crypto/x509"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -11,13 +9,8 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/gen/models"
-	"github.com/finsvc/finsvc/internal/apitest"
-	"github.com/finsvc/finsvc/internal/app"
 	"github.com/finsvc/finsvc/internal/auth"
-	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/testdb"
-	"github.com/finsvc/finsvc/internal/webhooks/delivery"
-	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
@@ -31,15 +24,7 @@ func TestChangeEventsDelivered(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			d := testdb.Open(t, dialect)
 			rcv := newE2EReceiver(t)
-			pool := x509.NewCertPool()
-			pool.AddCert(rcv.Certificate())
-			env := apitest.New(t, apitest.WithDB(d),
-				apitest.WithConfig(func(c *config.Config) { c.Secret = testSecret; c.WebhookAllowPrivate = true; c.RateLimitRPS = 0 }),
-				apitest.WithApp(app.WithDeliveryOptions(delivery.WithClientOptions(httpclient.Options{RootCAs: pool}))))
-			if err := env.App.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			defer env.App.Stop()
+			env := deliveringEnv(t, d, rcv)
 
 			f := newActFixture(t, env, "acme")
 			tok := f.Token(f.member, auth.ScopeActsRead, auth.ScopeActsWrite, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite,

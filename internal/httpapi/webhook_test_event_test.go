@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
-	"crypto/x509"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -13,12 +11,8 @@ import (
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/internal/apitest"
-	"github.com/finsvc/finsvc/internal/app"
 	"github.com/finsvc/finsvc/internal/auth"
-	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/testdb"
-	"github.com/finsvc/finsvc/internal/webhooks/delivery"
-	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
@@ -30,18 +24,8 @@ func TestWebhookTestEvent(t *testing.T) {
 	for _, dialect := range testdb.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
 			d := testdb.Open(t, dialect)
-			cfg := config.Default()
-			cfg.Secret = testSecret
-			cfg.WebhookAllowPrivate = true
 			rcv := newE2EReceiver(t)
-			pool := x509.NewCertPool()
-			pool.AddCert(rcv.Certificate())
-			env := apitest.New(t, apitest.WithDB(d), apitest.WithConfig(func(c *config.Config) { *c = *cfg; c.RateLimitRPS = 0 }),
-				apitest.WithApp(app.WithDeliveryOptions(delivery.WithClientOptions(httpclient.Options{RootCAs: pool}))))
-			if err := env.App.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			defer env.App.Stop()
+			env := deliveringEnv(t, d, rcv)
 
 			f := newActFixture(t, env, "acme")
 			tok := f.Token(f.member, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)

@@ -18,6 +18,7 @@ import (
 	"github.com/finsvc/finsvc/internal/app"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/fieldtype"
 	"github.com/finsvc/finsvc/internal/integration"
 	"github.com/finsvc/finsvc/internal/testdb"
@@ -105,25 +106,30 @@ func (r *e2eReceiver) next(t *testing.T) receivedEvent {
 // act and asks for a refresh; the service delivers the events over TLS; the
 // reference integration answers act.fetch_data with one bulk write; the act
 // ends with the values and history entries.
+// deliveringEnv is the whole service on d with its delivery worker
+// started: loopback targets allowed (rcv listens there), rcv's certificate
+// trusted, no rate limit, and opts for the worker.
+func deliveringEnv(t *testing.T, d *db.DB, rcv *e2eReceiver, opts ...delivery.Option) *apitest.Env {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AddCert(rcv.Certificate())
+	opts = append([]delivery.Option{delivery.WithClientOptions(httpclient.Options{RootCAs: pool})}, opts...)
+	env := apitest.New(t, apitest.WithDB(d),
+		apitest.WithConfig(func(c *config.Config) { c.Secret = testSecret; c.WebhookAllowPrivate = true; c.RateLimitRPS = 0 }),
+		apitest.WithApp(app.WithDeliveryOptions(opts...)))
+	if err := env.App.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.App.Stop)
+	return env
+}
+
 func TestWebhooksEndToEndOverTLS(t *testing.T) {
 	for _, dialect := range testdb.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
 			d := testdb.Open(t, dialect)
-			cfg := config.Default()
-			cfg.Secret = testSecret
-			cfg.WebhookAllowPrivate = true // the receiver listens on loopback
-
 			rcv := newE2EReceiver(t)
-			pool := x509.NewCertPool()
-			pool.AddCert(rcv.Certificate())
-			env := apitest.New(t, apitest.WithDB(d), apitest.WithConfig(func(c *config.Config) { *c = *cfg; c.RateLimitRPS = 0 }),
-				apitest.WithApp(app.WithDeliveryOptions(
-					delivery.WithClientOptions(httpclient.Options{RootCAs: pool}),
-					delivery.WithPollInterval(time.Hour)))) // wake-ups only: proves they work
-			if err := env.App.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			defer env.App.Stop()
+			env := deliveringEnv(t, d, rcv, delivery.WithPollInterval(time.Hour)) // wake-ups only: proves they work
 
 			f := newActFixture(t, env, "acme")
 			tok := f.Token(f.member, auth.ScopeActsRead, auth.ScopeActsWrite, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)
