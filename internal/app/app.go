@@ -30,10 +30,12 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 	"go.opentelemetry.io/otel/attribute"
@@ -268,14 +270,22 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		}
 		a.closers = append(a.closers, limiter.Close)
 	}
-	// The operation policy, declared in the spec, read once: the API's
-	// authorizer, the console, the developer pages and the webhook registry
-	// all ask it. An operation without a declaration refuses the start.
-	policy, err := openapi.LoadPolicy()
+	// The spec, read once for what the composition root derives from it:
+	// the operation policy (the API's authorizer, the console, the
+	// developer pages and the webhook registry all ask it; an operation
+	// without a declaration refuses the start) and the console's event
+	// catalog.
+	spec, err := openapi.Load()
 	if err != nil {
 		return nil, err
 	}
-	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter), oauth.WithPolicy(policy)); err != nil {
+	policy, err := openapi.Policy(spec)
+	if err != nil {
+		return nil, err
+	}
+	// The navigation: each adapter's entries, declared beside its routes.
+	nav := slices.Concat(webui.Nav, oauth.Nav)
+	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter), oauth.WithPolicy(policy), oauth.WithNav(nav)); err != nil {
 		return nil, err
 	}
 	a.janitor = oauth.NewJanitor(a.db, a.log)
@@ -332,12 +342,12 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	a.services = services
 	// The console calls the same stores as the API, with the sign-in
 	// pages' sessions.
-	eventTypes, err := consoleEventTypes()
+	eventTypes, err := consoleEventTypes(spec)
 	if err != nil {
 		return nil, err
 	}
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Audit: services.Audit, Logger: a.log, Policy: policy, EventTypes: eventTypes})
+		Users: services.Users, Audit: services.Audit, Logger: a.log, Policy: policy, EventTypes: eventTypes, Nav: nav})
 	if err != nil {
 		return nil, err
 	}
@@ -524,11 +534,7 @@ func (a *App) Close() error {
 // consoleEventTypes are the event kinds with the first sentence of their
 // description, read from the spec's callbacks, for the console's create
 // form.
-func consoleEventTypes() ([]webui.EventType, error) {
-	spec, err := openapi.Load()
-	if err != nil {
-		return nil, err
-	}
+func consoleEventTypes(spec *openapi3.T) ([]webui.EventType, error) {
 	events, err := openapi.Events(spec)
 	if err != nil {
 		return nil, err

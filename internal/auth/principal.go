@@ -24,31 +24,10 @@ const (
 	RoleViewer = "viewer"
 )
 
-// Scopes.
-const (
-	ScopeClientsRead    = "clients:read"
-	ScopeClientsWrite   = "clients:write"
-	ScopeActsRead       = "acts:read"
-	ScopeActsWrite      = "acts:write"
-	ScopeTemplatesRead  = "templates:read"
-	ScopeTemplatesWrite = "templates:write"
-	ScopeWebhooksRead   = "webhooks:read"
-	ScopeWebhooksWrite  = "webhooks:write"
-	ScopeEventsRead     = "events:read"
-	ScopeAuditRead      = "audit:read"
-	ScopeUsersRead      = "users:read"
-	ScopeUsersWrite     = "users:write"
-	ScopeOfflineAccess  = "offline_access"
-)
-
-// AllScopes lists every scope an app may request, in display order. What
-// each grants is described once, in the spec's oauth2 security scheme.
-var AllScopes = []string{
-	ScopeClientsRead, ScopeClientsWrite, ScopeActsRead, ScopeActsWrite,
-	ScopeTemplatesRead, ScopeTemplatesWrite, ScopeWebhooksRead, ScopeWebhooksWrite,
-	ScopeEventsRead, ScopeAuditRead,
-	ScopeUsersRead, ScopeUsersWrite, ScopeOfflineAccess,
-}
+// The scope constants and AllScopes are generated from the spec's oauth2
+// scheme (scopes.gen.go), the one place scopes are declared.
+//
+//go:generate go run ../../openapi/cmd/derive -spec ../../openapi/finsvc.yaml -what scopes -package auth -o scopes.gen.go
 
 // ValidRole reports whether r is a known role.
 func ValidRole(r string) bool { return r == RoleAdmin || r == RoleMember || r == RoleViewer }

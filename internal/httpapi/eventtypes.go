@@ -40,7 +40,7 @@ func (h *Handlers) TestWebhook(ctx context.Context, req apiserver.TestWebhookReq
 // can validate a delivery with the schema alone. The callbacks and the
 // outbox's kinds must be the same set, both ways (New fails otherwise).
 func eventTypes(spec *openapi3.T) ([]models.EventType, error) {
-	if err := openapi.CheckEventKinds(spec, outbox.Kinds, []string{outbox.WebhookTest}); err != nil {
+	if err := openapi.CheckEventKinds(spec, outbox.Kinds, outbox.SentOnly); err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	events, err := openapi.Events(spec)

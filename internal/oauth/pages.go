@@ -152,7 +152,7 @@ func (s *Service) render(c echo.Context, status int, name string, p *page) error
 	p.Tenant = tenant.MustFromContext(ctx).Slug
 	if p.User != nil {
 		p.LogoutCSRF = s.csrfToken(ctx, s.csrfSeed(c), "logout", "")
-		p.Menu = web.Menu(s.policy, p.User)
+		p.Menu = s.nav.Menu(s.policy, p.User)
 	}
 	// web.Render refuses framing (no clickjacking of the consent page).
 	return web.Render(c, s.pages, status, name, p)

@@ -25,6 +25,7 @@ import (
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/oauth/store"
 	"github.com/finsvc/finsvc/internal/users"
+	"github.com/finsvc/finsvc/internal/web"
 )
 
 // MinStateLen is the minimum length of the state parameter.
@@ -52,6 +53,7 @@ type Service struct {
 	logins   *loginThrottle
 	budget   Budget
 	policy   *auth.Policy
+	nav      web.Nav
 }
 
 // Budget charges the token endpoints and the authorization pages to the rate
@@ -78,6 +80,17 @@ func WithBudget(b Budget) Option { return func(s *Service) { s.budget = b } }
 // WithPolicy is the operation policy the developer pages ask (required:
 // New fails without it, or when it has no rule for the pages).
 func WithPolicy(p *auth.Policy) Option { return func(s *Service) { s.policy = p } }
+
+// WithNav is the whole navigation the pages show (internal/app joins the
+// console's and Nav); default: Nav alone.
+func WithNav(n web.Nav) Option { return func(s *Service) { s.nav = n } }
+
+// Nav is these pages' part of the navigation.
+var Nav = web.Nav{
+	{Key: "developer", Label: "Developer apps", Path: "/developer/my-apps", Op: pageManageApps},
+	{Key: "account", Label: "Authorized apps", Path: "/account/apps"},
+	{Key: "password", Label: "Password", Path: web.PasswordPath},
+}
 
 // pageManageApps is the developer pages' entry in the policy
 // (x-finsvc-pages in the spec).
@@ -135,7 +148,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 	svc := &Service{
 		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: d.Prepared()}), cfg: cfg, log: log, store: st, users: us,
 		provider: provider, fosite: provider.(*fosite.Fosite), strategy: strategy, enigma: enigma,
-		secret: []byte(cfg.Secret), pages: pages, now: time.Now, budget: noBudget{},
+		secret: []byte(cfg.Secret), pages: pages, now: time.Now, budget: noBudget{}, nav: Nav,
 	}
 	for _, o := range opts {
 		o(svc)
@@ -143,7 +156,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 	if svc.policy == nil {
 		return nil, errors.New("oauth: the operation policy is required (WithPolicy)")
 	}
-	if err := svc.policy.Require(pageManageApps, opConsoleWork); err != nil {
+	if err := svc.policy.Require(append([]string{pageManageApps, opConsoleWork}, svc.nav.Operations()...)...); err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })

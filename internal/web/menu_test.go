@@ -1,26 +1,30 @@
 package web_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/users"
-	"github.com/finsvc/finsvc/internal/web"
+	"github.com/finsvc/finsvc/internal/webui"
 	"github.com/finsvc/finsvc/openapi"
 )
 
-// The navigation asks the operation policy: the users and developer pages
-// show for the roles the spec lets list users and manage apps, nothing is
-// decided here.
+// The navigation (each adapter's entries, joined as internal/app joins
+// them) asks the operation policy: the users and developer pages show for
+// the roles the spec lets list users and manage apps, nothing is decided
+// here.
 func TestMenuFollowsThePolicy(t *testing.T) {
+	nav := slices.Concat(webui.Nav, oauth.Nav)
 	pol, err := openapi.LoadPolicy()
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := func(role string) string {
 		var ks []string
-		for _, it := range web.Menu(pol, &users.User{ID: 1, Role: role}) {
+		for _, it := range nav.Menu(pol, &users.User{ID: 1, Role: role}) {
 			ks = append(ks, it.Key)
 		}
 		return strings.Join(ks, " ")
@@ -34,7 +38,7 @@ func TestMenuFollowsThePolicy(t *testing.T) {
 			t.Errorf("%s sees %q, want %q", role, got, want)
 		}
 	}
-	if m := web.Menu(pol, nil); m != nil {
+	if m := nav.Menu(pol, nil); m != nil {
 		t.Errorf("signed out: %v", m)
 	}
 	// A policy that let members manage apps would show them the page.
@@ -44,7 +48,7 @@ func TestMenuFollowsThePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ks []string
-	for _, it := range web.Menu(lenient, &users.User{ID: 1, Role: auth.RoleMember}) {
+	for _, it := range nav.Menu(lenient, &users.User{ID: 1, Role: auth.RoleMember}) {
 		ks = append(ks, it.Key)
 	}
 	if got := strings.Join(ks, " "); got != "webhooks acts developer account password" {

@@ -48,35 +48,39 @@ var style = func() []byte {
 	return b
 }()
 
-// NavItem is an entry of the main navigation.
-type NavItem struct{ Key, Label, Path string }
+// NavItem is an entry of the main navigation. Op is the operation (or
+// page) of the policy whose role rule shows it ("" for every signed-in
+// user).
+type NavItem struct{ Key, Label, Path, Op string }
 
-// navItems is the whole navigation, each entry with the operation (or
-// page) of the policy whose role rule shows it ("" for every user).
-var navItems = []struct {
-	NavItem
-	op string
-}{
-	{NavItem{"webhooks", "Webhooks", "/console/webhooks"}, ""},
-	{NavItem{"acts", "Acts", "/console/acts"}, ""},
-	{NavItem{"users", "Users", "/console/users"}, "listUsers"},
-	{NavItem{"audit", "Audit log", "/console/audit"}, "listAuditLog"},
-	{NavItem{"developer", "Developer apps", "/developer/my-apps"}, "manageApps"},
-	{NavItem{"account", "Authorized apps", "/account/apps"}, ""},
-	{NavItem{"password", "Password", PasswordPath}, ""},
+// Nav is the whole navigation, in order. Each adapter declares its entries
+// beside its routes (webui.Nav, oauth.Nav) and the composition root joins
+// them, so that a new page adds its entry where its route is.
+type Nav []NavItem
+
+// Operations are the entries' operations, for the start-up check that the
+// policy has a rule for each (auth.Policy.Require).
+func (n Nav) Operations() []string {
+	var ops []string
+	for _, it := range n {
+		if it.Op != "" {
+			ops = append(ops, it.Op)
+		}
+	}
+	return ops
 }
 
 // Menu is the navigation u sees under pol (Layout.Menu). Pages still ask
 // the policy themselves; hiding a link is a convenience, not the rule.
-func Menu(pol *auth.Policy, u *users.User) []NavItem {
+func (n Nav) Menu(pol *auth.Policy, u *users.User) []NavItem {
 	if u == nil {
 		return nil
 	}
 	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
 	var out []NavItem
-	for _, it := range navItems {
-		if it.op == "" || (pol != nil && pol.Allows(p, it.op)) {
-			out = append(out, it.NavItem)
+	for _, it := range n {
+		if it.Op == "" || (pol != nil && pol.Allows(p, it.Op)) {
+			out = append(out, it)
 		}
 	}
 	return out

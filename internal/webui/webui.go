@@ -63,6 +63,18 @@ type Deps struct {
 	Policy *auth.Policy
 	// EventTypes describe the event kinds on the create form (optional).
 	EventTypes []EventType
+	// Nav is the whole navigation (Nav and the other pages' entries,
+	// joined by internal/app); empty: the console's own.
+	Nav web.Nav
+}
+
+// Nav is the console's part of the navigation, each entry with the
+// operation whose role rule shows it.
+var Nav = web.Nav{
+	{Key: "webhooks", Label: "Webhooks", Path: "/console/webhooks"},
+	{Key: "acts", Label: "Acts", Path: "/console/acts"},
+	{Key: "users", Label: "Users", Path: "/console/users", Op: "listUsers"},
+	{Key: "audit", Label: "Audit log", Path: "/console/audit", Op: "listAuditLog"},
 }
 
 // operations are the API operations whose rule the pages ask for: New
@@ -83,7 +95,10 @@ func New(d Deps) (*Console, error) {
 	if d.Sessions == nil || d.Webhooks == nil || d.Acts == nil || d.Users == nil || d.Logger == nil || d.Policy == nil {
 		return nil, errors.New("webui: every dependency is required (internal/app builds them)")
 	}
-	if err := d.Policy.Require(operations...); err != nil {
+	if len(d.Nav) == 0 {
+		d.Nav = Nav
+	}
+	if err := d.Policy.Require(append(operations, d.Nav.Operations()...)...); err != nil {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
 	t, err := web.Parse(templateFS, "templates/*.html")
@@ -228,7 +243,7 @@ func (cs *Console) render(c echo.Context, status int, name string, v *view) erro
 	v.Tenant = tenant.MustFromContext(c.Request().Context()).Slug
 	if v.User != nil {
 		v.LogoutCSRF = cs.d.Sessions.LogoutToken(c)
-		v.Menu = web.Menu(cs.d.Policy, v.User)
+		v.Menu = cs.d.Nav.Menu(cs.d.Policy, v.User)
 		v.CSRF = cs.d.Sessions.FormToken(c, formPurpose)
 	}
 	return web.Render(c, cs.pages, status, name, v)

@@ -28,31 +28,11 @@ import (
 	"github.com/finsvc/finsvc/internal/tenant"
 )
 
-// Event kinds (the spec's event names).
-const (
-	ActFetchData  = "act.fetch_data"
-	ActCreated    = "act.created"
-	ActDuplicated = "act.duplicated"
-	ActUpdated    = "act.updated"
-	ActFinalized  = "act.finalized"
-	ActDeleted    = "act.deleted"
-	// ActDataUpdated is a change of data point values: accepted or edited.
-	ActDataUpdated        = "act.data_updated"
-	FetchRequestCompleted = "fetch_request.completed"
-	ClientCreated         = "client.created"
-	ClientUpdated         = "client.updated"
-	ClientDeleted         = "client.deleted"
-)
-
-// WebhookTest is sent to one registration on request (EmitTo), whatever
-// it subscribes to; no registration subscribes to it.
-const WebhookTest = "webhook.test"
-
-// Kinds lists every event kind a registration may subscribe to.
-var Kinds = []string{
-	ActFetchData, ActCreated, ActDuplicated, ActUpdated, ActFinalized, ActDeleted, ActDataUpdated,
-	FetchRequestCompleted, ClientCreated, ClientUpdated, ClientDeleted,
-}
+// The event kinds (constants, Kinds and SentOnly) are generated from the
+// spec's EventKind and DeliveryEventKind enums (kinds.gen.go); the service
+// checks them against the spec's callbacks at start-up.
+//
+//go:generate go run ../../../openapi/cmd/derive -spec ../../../openapi/finsvc.yaml -what kinds -package outbox -o kinds.gen.go
 
 // ValidKind reports whether k is a known event kind.
 func ValidKind(k string) bool {
