@@ -6,6 +6,7 @@ package openapi
 import (
 	_ "embed"
 	"fmt"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -24,3 +25,9 @@ func Load() (*openapi3.T, error) {
 	}
 	return spec, nil
 }
+
+// Shared is Document parsed once per process, for the readers that never
+// change it (the composition root, the validators, the test harness):
+// parsing the spec costs a few hundred milliseconds, and a test binary
+// builds hundreds of servers. A caller that changes its copy uses Load.
+var Shared = sync.OnceValues(Load)

@@ -168,7 +168,7 @@ func validateErrorBody(resp *http.Response, body []byte) error {
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return fmt.Errorf("error response is %q, not JSON: %s", resp.Header.Get("Content-Type"), truncate(body, 500))
 	}
-	spec, err := httpapi.Spec()
+	spec, err := openapi.Shared()
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (v *ValidatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 // ValidateEvent checks a webhook delivery body against the OpenAPI
 // document: the schema of its event kind, formats included.
 func ValidateEvent(body []byte) error {
-	spec, err := httpapi.Spec()
+	spec, err := openapi.Shared()
 	if err != nil {
 		return err
 	}

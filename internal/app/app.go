@@ -275,7 +275,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// developer pages and the webhook registry all ask it; an operation
 	// without a declaration refuses the start) and the console's event
 	// catalog.
-	spec, err := openapi.Load()
+	spec, err := openapi.Shared()
 	if err != nil {
 		return nil, err
 	}

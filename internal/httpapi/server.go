@@ -149,7 +149,7 @@ func New(deps Deps) (http.Handler, error) {
 	}
 	// One read-only copy of the spec for everything derived from it at
 	// start-up (the request validator loads its own: it adjusts bounds).
-	spec, err := Spec()
+	spec, err := sharedSpec()
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -40,6 +41,21 @@ func Spec() (*openapi3.T, error) {
 	return spec, nil
 }
 
+// sharedSpec is Spec parsed once per process for New's read-only uses,
+// and validatorSpec the validator's copy with its adjusted bounds (a test
+// binary builds hundreds of servers; none of them changes these).
+var (
+	sharedSpec    = sync.OnceValues(Spec)
+	validatorSpec = sync.OnceValues(func() (*openapi3.T, error) {
+		spec, err := Spec()
+		if err != nil {
+			return nil, err
+		}
+		exactBoundsOnly(spec)
+		return spec, nil
+	})
+)
+
 // unprocessableRoutes are the correlated-data writes, where a well-formed
 // body whose values break a constraint (an over-long error, …) is a 422, as
 // the contract asks, rather than a 400.
@@ -59,13 +75,15 @@ func (v *validationError) Error() string { return "request validation failed" }
 // requestValidator validates every /api/1.0 request against the embedded
 // spec (kin-openapi through oapi-codegen's echo middleware's validation,
 // with the route echo matched: routedValidator) and renders
-// failures as the error body with field-level messages.
-func requestValidator() (echo.MiddlewareFunc, error) {
-	spec, err := Spec()
+// failures as the error body with field-level messages. It is built once
+// per process (it holds nothing of one server's).
+var requestValidator = sync.OnceValues(newRequestValidator)
+
+func newRequestValidator() (echo.MiddlewareFunc, error) {
+	spec, err := validatorSpec()
 	if err != nil {
 		return nil, err
 	}
-	exactBoundsOnly(spec)
 	opts := &oapimw.Options{
 		DoNotValidateServers: true,
 		Skipper:              func(c echo.Context) bool { return !isAPI(c) },

@@ -12,7 +12,7 @@ import (
 // the one place they are written: the spec's oauth2 security scheme (what
 // integrators read is what the consent and app pages show).
 var scopeDescriptions = sync.OnceValues(func() (map[string]string, error) {
-	spec, err := openapi.Load()
+	spec, err := openapi.Shared()
 	if err != nil {
 		return nil, err
 	}

@@ -48,17 +48,11 @@ func Postgres(t testing.TB) *db.DB {
 
 	ctx, cancel := ctxTimeout(time.Minute)
 	defer cancel()
-	name := "finsvc_test_" + randomSuffix()
-	if err := createDatabase(ctx, admin, name, tmpl); err != nil {
+	name, err := takeDatabase(admin, adminURL, tmpl)
+	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := ctxTimeout(time.Minute)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoteIdent(name)+` WITH (FORCE)`); err != nil {
-			t.Errorf("testdb: drop %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { dropBehind(admin, name) })
 	u, err := withDatabase(pooledURL, name)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
@@ -112,6 +106,11 @@ func pgTemplate(adminURL string) (string, error) {
 		return "", err
 	}
 	tmplDone[adminURL] = name
+	if admin, err := adminDB(adminURL); err == nil {
+		ctx, cancel := ctxTimeout(time.Minute)
+		dropLeftovers(ctx, admin, time.Now())
+		cancel()
+	}
 	return name, nil
 }
 

@@ -1,8 +1,6 @@
 package testdb_test
 
 import (
-	"database/sql"
-	"os"
 	"testing"
 
 	"github.com/finsvc/finsvc/internal/db"
@@ -30,31 +28,5 @@ func TestEachGivesIsolatedMigratedDatabases(t *testing.T) {
 	})
 	if len(ran) == 0 || ran[0] != db.SQLite {
 		t.Errorf("Each ran %v; want sqlite first", ran)
-	}
-}
-
-func TestPostgresDatabaseDroppedAfterTest(t *testing.T) {
-	adminURL := os.Getenv(testdb.EnvDatabaseURL)
-	var name string
-	t.Run("inner", func(t *testing.T) {
-		d := testdb.Postgres(t)
-		if err := d.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
-			t.Fatal(err)
-		}
-	})
-	if adminURL == "" {
-		t.Skip("no PostgreSQL")
-	}
-	admin, err := sql.Open("pgx", adminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var exists bool
-	if err := admin.QueryRow("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		t.Fatal(err)
-	}
-	if name == "" || exists {
-		t.Errorf("test database %q still exists after its test ended", name)
 	}
 }
