@@ -2,8 +2,9 @@ package httpapi_test
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,6 +32,38 @@ func wantText(t *testing.T, resp *apitest.Response, status int, field string) {
 	}
 }
 
+// jsonOperation is an operation of the API with a JSON request body, and a
+// URL of it with every path parameter filled.
+type jsonOperation struct{ method, path, url string }
+
+// jsonBodyOperations walks the spec for every /api/1.0 operation with a
+// JSON body, in path order (and fails when it finds too few to be a walk).
+func jsonBodyOperations(t *testing.T) []jsonOperation {
+	t.Helper()
+	spec, err := httpapi.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "7b0c4a1e-3d5f-4b8a-9c2d-1e2f3a4b5c6d"
+	fill := strings.NewReplacer("{id}", "1", "{act_uuid}", id, "{data_id}", "1", "{fetch_request_id}", id, "{delivery_id}", id)
+	var out []jsonOperation
+	for _, p := range slices.Sorted(maps.Keys(spec.Paths.Map())) {
+		if !strings.HasPrefix(p, "/api/1.0/") {
+			continue
+		}
+		ops := spec.Paths.Value(p).Operations()
+		for _, method := range slices.Sorted(maps.Keys(ops)) {
+			if rb := ops[method].RequestBody; rb != nil && rb.Value.Content.Get("application/json") != nil {
+				out = append(out, jsonOperation{method, p, fill.Replace(p)})
+			}
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d operations with JSON bodies found; the spec walk is broken", len(out))
+	}
+	return out
+}
+
 // TestTextInputEveryJSONBody walks the spec: every operation with a JSON
 // body refuses a string with NUL or invalid UTF-8, naming the field, before
 // anything else looks at the request (400; 422 on the act-data writes).
@@ -38,44 +71,20 @@ func TestTextInputEveryJSONBody(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
 		acme := env.Tenant("acme")
 		tok := acme.AdminToken()
-		spec, err := httpapi.Spec()
-		if err != nil {
-			t.Fatal(err)
-		}
-		fill := strings.NewReplacer("{id}", "1", "{act_uuid}", "7b0c4a1e-3d5f-4b8a-9c2d-1e2f3a4b5c6d",
-			"{data_id}", "1", "{fetch_request_id}", "7b0c4a1e-3d5f-4b8a-9c2d-1e2f3a4b5c6d",
-			"{delivery_id}", "7b0c4a1e-3d5f-4b8a-9c2d-1e2f3a4b5c6d")
-		var paths []string
-		for p := range spec.Paths.Map() {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		n := 0
-		for _, p := range paths {
-			if !strings.HasPrefix(p, "/api/1.0/") {
-				continue
+		for _, op := range jsonBodyOperations(t) {
+			method, p := op.method, op.path
+			status := http.StatusBadRequest
+			if strings.HasPrefix(p, "/api/1.0/acts/{act_uuid}/data") {
+				status = http.StatusUnprocessableEntity
 			}
-			for method, op := range spec.Paths.Value(p).Operations() {
-				if op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil {
-					continue
-				}
-				n++
-				status := http.StatusBadRequest
-				if strings.HasPrefix(p, "/api/1.0/acts/{act_uuid}/data") {
-					status = http.StatusUnprocessableEntity
-				}
-				for name, spoil := range badText {
-					t.Run(method+" "+p+" "+name, func(t *testing.T) {
-						body := `{"title": "` + spoil("Q1") + `", "nested": [{"a": "ok"}, {"b": "` + spoil("") + `"}]}`
-						resp := acme.Do(method, fill.Replace(p), tok, body)
-						wantText(t, resp, status, "title")
-						wantText(t, resp, status, "nested[1].b")
-					})
-				}
+			for name, spoil := range badText {
+				t.Run(method+" "+p+" "+name, func(t *testing.T) {
+					body := `{"title": "` + spoil("Q1") + `", "nested": [{"a": "ok"}, {"b": "` + spoil("") + `"}]}`
+					resp := acme.Do(method, op.url, tok, body)
+					wantText(t, resp, status, "title")
+					wantText(t, resp, status, "nested[1].b")
+				})
 			}
-		}
-		if n < 10 {
-			t.Fatalf("only %d operations with JSON bodies found; the spec walk is broken", n)
 		}
 		// Query parameters obey the same rule.
 		for _, q := range []string{"status=draft%00", "status=%FF", "x%00=1"} {
