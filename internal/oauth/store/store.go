@@ -694,8 +694,8 @@ func (s *Store) RevokeFamilyOfRefreshToken(ctx context.Context, signature string
 // (audit.TokenReuseRevoked, as RevokeAccessToken does for fosite's own):
 // the app that holds the grant, for its user, is the actor, and the
 // grant's request id the target, never the code, the token or a
-// signature. So each presentation of a used code or token is one record,
-// whichever of the two revoked its grant.
+// signature. So a revocation on reuse is one record, whichever of the two
+// revoked the grant.
 func (s *Store) revokeFamilyOf(ctx context.Context, table, signature string) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
 		tctx := withTx(ctx, tx)
