@@ -91,7 +91,7 @@ func main() {
 	flag.IntVar(&o.replicas, "replicas", 0, "instead of the benchmark, run this many `finsvc serve` processes (the built binary) on one database and Redis: throughput through 1…N, revocation delay, event delivery")
 	flag.IntVar(&o.events, "replicas-events", 20000, "with -replicas: events to emit through the replicas (bounded to 100000)")
 	flag.StringVar(&o.redisURL, "redis-url", envOr("FINSVC_REDIS_URL", "redis://127.0.0.1:6379/8"), "with -replicas: the Redis database the replicas share (emptied at the start: give the benchmark a database of its own; TestReplicas uses 9); env FINSVC_REDIS_URL")
-	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,act,list,bulk (default all; -wrk runs get and act; with -scale, claim runs only the outbox claim table)")
+	flag.StringVar(&o.only, "only", "", "comma-separated scenarios to run: get,act,list,bulk (default all; -wrk runs get and act; with -scale, claim runs only the outbox claim table, events only the events and audit log lists)")
 	flag.BoolVar(&o.wrk, "wrk", false, "drive GET by id and GET act against their baselines with wrk (installed: task bench:wrk) instead of the in-process generator; -c, -d, -rounds apply")
 	flag.IntVar(&o.wrkThreads, "wrk-threads", 2, "with -wrk: wrk's threads (-t)")
 	flag.IntVar(&o.points, "points", 200, "data points of the act GET act reads")

@@ -35,7 +35,12 @@ import (
 // history (scale_claim.go). With a sqlite: database URL (-sqlite) the same
 // tenant grows in a fresh SQLite file, without the claim table. Bounded:
 // -scale-max caps the largest size; each measurement is -scale-n requests.
+// -only events grows and reads the events and the audit log instead
+// (scale_events.go).
 func runScale(ctx context.Context, o options, out io.Writer) error {
+	if o.only == "events" {
+		return runScaleEvents(ctx, o, out)
+	}
 	if o.only == "claim" {
 		if strings.HasPrefix(o.databaseURL, "sqlite:") {
 			return errors.New("the outbox claim table is PostgreSQL's (FOR UPDATE SKIP LOCKED beside a long history)")

@@ -31,17 +31,18 @@ func (s *Store) emitAct(ctx context.Context, tx *gorm.DB, kind string, d *Detail
 	return s.emit(ctx, tx, kind, d.Act.UpdatedAt, models.ActEventPayload{Act: wire})
 }
 
-// emitDataUpdated sends act.data_updated for the data points of dps whose
-// id is in changed (their values after the change, with their latest
-// fetch: fetch when the caller has it, read otherwise), when there are any.
-func (s *Store) emitDataUpdated(ctx context.Context, tx *gorm.DB, actUUID uuid.UUID, rid *uuid.UUID, dps []DataPoint, changed []int64, fetch map[int64]*FetchState, now time.Time) error {
+// dataUpdated is the act.data_updated event for the data points of dps
+// whose id is in changed (their values after the change, with their latest
+// fetch: fetch when the caller has it, read otherwise); nil when there are
+// none.
+func dataUpdated(ctx context.Context, tx *gorm.DB, actUUID uuid.UUID, rid *uuid.UUID, dps []DataPoint, changed []int64, fetch map[int64]*FetchState, now time.Time) (*outbox.Event, error) {
 	if len(changed) == 0 {
-		return nil
+		return nil, nil
 	}
 	if fetch == nil {
 		var err error
 		if fetch, err = latestFetch(ctx, tx, actUUID, changed, now); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	out := models.ActDataUpdatedPayload{ActUuid: actUUID, FetchRequestId: rid, Data: []models.DataPoint{}}
@@ -52,20 +53,34 @@ func (s *Store) emitDataUpdated(ctx context.Context, tx *gorm.DB, actUUID uuid.U
 		}
 		w, err := APIDataPoint(d, fetch[d.ID])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out.Data = append(out.Data, w)
 	}
-	return s.emit(ctx, tx, outbox.ActDataUpdated, now, out)
+	return &outbox.Event{Kind: outbox.ActDataUpdated, OccurredAt: now, Data: out}, nil
 }
 
-// emitCompleted sends fetch_request.completed when v, as of now, has no
-// field left awaiting.
-func (s *Store) emitCompleted(ctx context.Context, tx *gorm.DB, v *FetchView, now time.Time) error {
+// completed is the fetch_request.completed event of v when v, as of now,
+// has no field left awaiting; nil otherwise.
+func completed(v *FetchView, now time.Time) *outbox.Event {
 	if v.Status != RequestCompleted {
 		return nil
 	}
-	return s.emit(ctx, tx, outbox.FetchRequestCompleted, now, models.FetchRequestCompletedPayload{FetchRequest: v.API()})
+	return &outbox.Event{Kind: outbox.FetchRequestCompleted, OccurredAt: now,
+		Data: models.FetchRequestCompletedPayload{FetchRequest: v.API()}}
+}
+
+// emitBoth emits the events of a change that are not nil, together
+// (outbox.EmitAll: one change, one set of statements).
+func (s *Store) emitBoth(ctx context.Context, tx *gorm.DB, evs ...*outbox.Event) error {
+	var out []outbox.Event
+	for _, ev := range evs {
+		if ev != nil {
+			out = append(out, *ev)
+		}
+	}
+	_, err := s.outbox().EmitAll(ctx, tx, out...)
+	return err
 }
 
 // emitBuiltinFills is the event step of CreateRequest for the fields the
@@ -73,8 +88,9 @@ func (s *Store) emitCompleted(ctx context.Context, tx *gorm.DB, v *FetchView, no
 // when no external field awaits an integration.
 func (s *Store) emitBuiltinFills(ctx context.Context, tx *gorm.DB, sel *fetchSelection, v *FetchView, now time.Time) error {
 	rid := v.Request.ID
-	if err := s.emitDataUpdated(ctx, tx, sel.act.UUID, &rid, sel.dps, v.filled, nil, now); err != nil {
+	ev, err := dataUpdated(ctx, tx, sel.act.UUID, &rid, sel.dps, v.filled, nil, now)
+	if err != nil {
 		return err
 	}
-	return s.emitCompleted(ctx, tx, v, now)
+	return s.emitBoth(ctx, tx, ev, completed(v, now))
 }

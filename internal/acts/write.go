@@ -15,6 +15,7 @@ import (
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/fieldtype"
 	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
 // MaxErrorLength is the longest error text of a data result, in characters
@@ -496,21 +497,23 @@ type applied struct {
 
 // emitWrite is the event step of WriteData: act.data_updated for the values
 // written, and fetch_request.completed when the write answered the last
-// awaiting field of its request.
+// awaiting field of its request, emitted together.
 func (s *Store) emitWrite(ctx context.Context, tx *gorm.DB, t *writeTarget, out *WriteResult, ch applied, now time.Time) error {
 	var rid *uuid.UUID
 	if t.req != nil {
 		rid = &t.req.ID
 	}
-	if err := s.emitDataUpdated(ctx, tx, t.act.UUID, rid, out.Data, ch.values, out.Fetch, now); err != nil {
-		return err
-	}
-	if t.req == nil || !ch.fields {
-		return nil
-	}
-	v, err := requestView(ctx, tx, t.req, now)
+	updated, err := dataUpdated(ctx, tx, t.act.UUID, rid, out.Data, ch.values, out.Fetch, now)
 	if err != nil {
 		return err
 	}
-	return s.emitCompleted(ctx, tx, v, now)
+	var done *outbox.Event
+	if t.req != nil && ch.fields {
+		v, err := requestView(ctx, tx, t.req, now)
+		if err != nil {
+			return err
+		}
+		done = completed(v, now)
+	}
+	return s.emitBoth(ctx, tx, updated, done)
 }

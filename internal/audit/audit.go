@@ -41,26 +41,30 @@ const (
 
 // Actions. A record's action is one of these names.
 const (
-	SignIn                  = "auth.sign_in"
-	PasswordSet             = "user.password_set"
-	PasswordChanged         = "user.password_changed"
-	OneTimePasswordIssued   = "user.one_time_password_issued"
-	UserCreated             = "user.created"
-	UserRoleChanged         = "user.role_changed"
-	UserDeactivated         = "user.deactivated"
-	UserReactivated         = "user.reactivated"
-	WebhookCreated          = "webhook.created"
-	WebhookUpdated          = "webhook.updated"
-	WebhookDisabled         = "webhook.disabled"
-	WebhookDeleted          = "webhook.deleted"
-	WebhookSecretRotated    = "webhook.secret_rotated"
-	AppCreated              = "app.created"
-	AppSecretRotated        = "app.secret_rotated"
-	AppSecretOverlapEnded   = "app.secret_overlap_ended"
-	AppDeleted              = "app.deleted"
-	ConsentGranted          = "consent.granted"
-	ConsentRevoked          = "consent.revoked"
-	TokenRevoked            = "token.revoked"
+	SignIn                = "auth.sign_in"
+	PasswordSet           = "user.password_set"
+	PasswordChanged       = "user.password_changed"
+	OneTimePasswordIssued = "user.one_time_password_issued"
+	UserCreated           = "user.created"
+	UserRoleChanged       = "user.role_changed"
+	UserDeactivated       = "user.deactivated"
+	UserReactivated       = "user.reactivated"
+	WebhookCreated        = "webhook.created"
+	WebhookUpdated        = "webhook.updated"
+	WebhookDisabled       = "webhook.disabled"
+	WebhookDeleted        = "webhook.deleted"
+	WebhookSecretRotated  = "webhook.secret_rotated"
+	AppCreated            = "app.created"
+	AppSecretRotated      = "app.secret_rotated"
+	AppSecretOverlapEnded = "app.secret_overlap_ended"
+	AppDeleted            = "app.deleted"
+	ConsentGranted        = "consent.granted"
+	ConsentRevoked        = "consent.revoked"
+	TokenRevoked          = "token.revoked"
+	// TokenReuseRevoked: a used authorization code or a rotated refresh
+	// token was presented again, and the service revoked every token of
+	// its grant (the target).
+	TokenReuseRevoked       = "token.reuse_revoked"
 	IdempotentReplayRefused = "idempotency.replay_refused"
 )
 
@@ -84,6 +88,9 @@ const (
 	TargetWebhook = "webhook"
 	TargetApp     = "app"
 	TargetToken   = "token"
+	// TargetIdempotencyKey's id is the SHA-256 (hex) of the key as sent:
+	// keys are chosen by callers and may carry anything.
+	TargetIdempotencyKey = "idempotency_key"
 )
 
 // Actor is who acted.

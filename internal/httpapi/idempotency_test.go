@@ -17,8 +17,10 @@ import (
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/app"
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/idempotency"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/openapi"
@@ -37,7 +39,8 @@ func tenantRows(t *testing.T, te *apitest.TenantEnv, table string) int64 {
 
 // A retried POST with the same key and body gets the first response, byte
 // for byte, and creates nothing more; the same key with another body or
-// path is 422; another key is another request; keys are the app's own.
+// path is 422, recorded in the audit log; another key is another request;
+// keys are the app's own.
 func TestIdempotencyKeyReplaysTheFirstResult(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
 		acme := env.Tenant("acme")
@@ -93,6 +96,26 @@ func TestIdempotencyKeyReplaysTheFirstResult(t *testing.T) {
 		env.DB.Table("idempotency_keys").Where("key_hash = ?", "key-1").Count(&raw)
 		if raw != 0 {
 			t.Fatalf("a key stored as sent")
+		}
+
+		// Each refusal (another body, another path) is one audit record
+		// by the caller, the key's digest as target; the replay, the new
+		// key, another app's and another tenant's key of the same name
+		// ran, and record nothing.
+		var refused []audit.Row
+		if err := env.DB.Where("action = ?", audit.IdempotentReplayRefused).Order("tenant_id, id").Find(&refused).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(refused) != 2 {
+			t.Fatalf("%d refusals recorded, want 2: %+v", len(refused), refused)
+		}
+		for _, r := range refused {
+			if r.TenantID != acme.Tenant.ID || r.ActorType != audit.ActorApp || r.ActorUserID == nil || *r.ActorUserID != user ||
+				r.ActorClientID == nil || *r.ActorClientID != "test-app" ||
+				r.TargetType != audit.TargetIdempotencyKey || r.TargetID != idempotency.Digest([]byte("key-1")) ||
+				r.Outcome != audit.Failure || r.RequestID == "" || r.RequestID == first.Header.Get("request_id") {
+				t.Errorf("refusal recorded as %+v", r)
+			}
 		}
 	})
 }

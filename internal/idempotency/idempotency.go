@@ -34,6 +34,12 @@
 // (authentication, authorization, validation, rate limit, a concurrent
 // duplicate) never reach Do and keep nothing.
 //
+// A key sent again with another request (Mismatch) is refused, and the
+// refusal is recorded in the audit log (audit.IdempotentReplayRefused, the
+// key's digest as target) by the caller's principal: a key replayed with
+// another body is either a client bug or someone probing for a stored
+// response.
+//
 // Nothing secret at rest: the stored body may hold a secret the API shows
 // once (a webhook secret, a generated password), so it is sealed
 // (AES-GCM, bound to the key's identity); the key itself is kept only as
@@ -54,6 +60,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 )
 
@@ -172,7 +179,7 @@ func Digest(body []byte) string {
 }
 
 // keyHash: keys are chosen by callers and may carry anything; only their
-// digest is stored.
+// digest is stored (and is the audit record's target).
 func keyHash(key string) string { return Digest([]byte(key)) }
 
 // identity names r's key: what the in-memory claim, the advisory lock and
@@ -238,6 +245,11 @@ func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context)
 		}
 		if found {
 			out, res = o, stored
+			if o == Mismatch {
+				// The refusal is the one thing this transaction writes.
+				return audit.RecordIn(ctx, tx, r.TenantID, audit.Entry{Action: audit.IdempotentReplayRefused,
+					TargetType: audit.TargetIdempotencyKey, TargetID: keyHash(r.Key), Outcome: audit.Failure})
+			}
 			return errSettled
 		}
 		var (

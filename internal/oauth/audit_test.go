@@ -23,7 +23,9 @@ import (
 // page (the signed-in admin), secrets rotated and overlaps ended, apps
 // deleted, consents granted and revoked by the user, and a token revoked
 // at the revocation endpoint by its app for its user, whose target is the
-// token family's request id. Repeats that change nothing record nothing,
+// token family's request id; a reused refresh token and a reused code
+// each record the service's revocation of their grant, with the same
+// actor and target. Repeats that change nothing record nothing,
 // an action rolled back leaves no record, and no record holds a client
 // secret, a token or a token signature.
 func TestAuditedAppActions(t *testing.T) {
@@ -78,6 +80,44 @@ func TestAuditedAppActions(t *testing.T) {
 			if r := o.post(t, "/api/oauth/revoke", revoke, reqStyle{}); r.Code != http.StatusOK {
 				t.Fatalf("revoke again: %d %v", r.Code, r.Body)
 			}
+		}
+
+		// A rotated refresh token presented again, and a used code
+		// presented again: the service revokes the grant each time, and
+		// records it with the app as actor and the grant as target.
+		newFamily := func(known []string) string {
+			t.Helper()
+			var ids []string
+			if err := s.DB.Table("oauth_refresh_tokens").Where("tenant_id = ? AND request_id NOT IN ?", o.Tenant.ID, known).
+				Distinct().Pluck("request_id", &ids).Error; err != nil || len(ids) != 1 {
+				t.Fatalf("new token families %v, %v", ids, err)
+			}
+			return ids[0]
+		}
+		access2, refresh2 := o.tokens(t)
+		family = append(family, newFamily(family))
+		rotated := o.token(t, o.refreshGrant(refresh2), reqStyle{})
+		if rotated.Code != http.StatusOK {
+			t.Fatalf("refresh: %d %v", rotated.Code, rotated.Body)
+		}
+		secrets = append(secrets, access2, refresh2, rotated.str("access_token"), rotated.str("refresh_token"))
+		expectOAuthError(t, o.token(t, o.refreshGrant(refresh2), reqStyle{}), http.StatusBadRequest, "invalid_grant")
+		wants = append(wants, want{audit.TokenReuseRevoked, audit.ActorApp, &uid, o.clientID, audit.TargetToken, family[1]})
+		if st, _ := o.me(t, rotated.str("access_token")); st != http.StatusUnauthorized {
+			t.Fatalf("the rotated token's successor after the reuse: %d", st)
+		}
+		code := o.code(t, o.authParams("state-reuse"))
+		secrets = append(secrets, code)
+		first := o.token(t, o.codeGrant(code), reqStyle{})
+		if first.Code != http.StatusOK {
+			t.Fatalf("code grant: %d %v", first.Code, first.Body)
+		}
+		secrets = append(secrets, first.str("access_token"), first.str("refresh_token"))
+		family = append(family, newFamily(family))
+		expectOAuthError(t, o.token(t, o.codeGrant(code), reqStyle{}), http.StatusBadRequest, "invalid_grant")
+		wants = append(wants, want{audit.TokenReuseRevoked, audit.ActorApp, &uid, o.clientID, audit.TargetToken, family[2]})
+		if st, _ := o.me(t, first.str("access_token")); st != http.StatusUnauthorized {
+			t.Fatalf("a reused code's access token: %d", st)
 		}
 
 		// The developer page: register, rotate with an overlap, end it

@@ -2,11 +2,13 @@ package retention_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/retention"
 	"github.com/finsvc/finsvc/internal/testdb"
@@ -189,6 +191,75 @@ func TestLargePurgeAnalyzes(t *testing.T) {
 					t.Fatalf("SQLite: %d sqlite_stat1 rows of the purged tables (%v); want none, the purge must not ANALYZE", n, err)
 				}
 			}
+		}
+	})
+}
+
+// Events and audit records past their retention go in bounded batches:
+// each purge statement deletes at most Batch rows (10, 10, 5 of 25), and
+// the run takes as many batches as the rows need, however many there are,
+// leaving the young ones.
+func TestEventsAndAuditRecordsPurgeInBoundedBatches(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		_, tn := testdb.NewTenant(t, d, "acme")
+		now := time.Now().UTC().Truncate(time.Second)
+		oldEvent, oldRecord, young := now.Add(-31*24*time.Hour), now.Add(-400*24*time.Hour), now.Add(-time.Hour)
+		for i := range 27 {
+			at, rec := oldEvent, oldRecord
+			if i >= 25 {
+				at, rec = young, young
+			}
+			if err := d.Exec("INSERT INTO events (tenant_id, id, kind, payload, occurred_at, seq) VALUES (?, ?, 'client.created', '{}', ?, ?)",
+				tn.ID, uuid.New(), at, i+1).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Exec("INSERT INTO audit_log (tenant_id, id, occurred_at, actor_type, action, outcome) VALUES (?, ?, ?, 'system', 'webhook.disabled', 'success')",
+				tn.ID, i+1, rec).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []int64
+		for range 3 {
+			n, err := outbox.PurgeEvents(ctx, d, now.Add(-30*24*time.Hour), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := audit.Purge(ctx, d, now.Add(-365*24*time.Hour), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, n, m)
+		}
+		if want := []int64{10, 10, 10, 10, 5, 5}; !slices.Equal(got, want) {
+			t.Fatalf("events, audit records deleted per batch of 10: %v, want %v", got, want)
+		}
+
+		// The purger's run: batch after batch until a short one.
+		for i := range 25 {
+			if err := d.Exec("INSERT INTO events (tenant_id, id, kind, payload, occurred_at, seq) VALUES (?, ?, 'client.created', '{}', ?, ?)",
+				tn.ID, uuid.New(), oldEvent, 100+i).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Exec("INSERT INTO audit_log (tenant_id, id, occurred_at, actor_type, action, outcome) VALUES (?, ?, ?, 'system', 'webhook.disabled', 'success')",
+				tn.ID, 100+i, oldRecord).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := retention.New(d, 30*24*time.Hour, nil)
+		p.Batch = 10
+		st, err := p.RunOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Events != 25 || st.AuditRecords != 25 {
+			t.Fatalf("the run purged %+v, want 25 events and 25 audit records", st)
+		}
+		var events, records int64
+		d.Table("events").Where("tenant_id = ?", tn.ID).Count(&events)
+		d.Table("audit_log").Where("tenant_id = ?", tn.ID).Count(&records)
+		if events != 2 || records != 2 {
+			t.Fatalf("%d events and %d audit records left, want the 2 young ones of each", events, records)
 		}
 	})
 }

@@ -1080,10 +1080,23 @@ type AuditActor struct {
 
 // AuditRecord One audit record.
 type AuditRecord struct {
-	// Action What was done: `auth.sign_in`, `user.created`, `user.role_changed`, `user.deactivated`,
-	// `user.password_set`, `user.password_changed`, `user.one_time_password_issued`, `webhook.created`,
-	// `webhook.updated`, `webhook.disabled` (by a person, or by the service after a 410 or repeated failures),
-	// `webhook.deleted`, `webhook.secret_rotated`. An open set: new actions are added in minor versions.
+	// Action What was done, one of these (an open set: new actions are added in minor versions):
+	//
+	// - `auth.sign_in`: a sign-in, `success` or `failure` (the account as target when the email exists).
+	// - `user.created`, `user.role_changed`, `user.deactivated`, `user.reactivated`.
+	// - `user.password_set`: a password chosen for a user without their current one (by the service or the CLI).
+	// - `user.password_changed`: the user changed their password.
+	// - `user.one_time_password_issued`: an admin issued a one-time password.
+	// - `webhook.created`, `webhook.updated`, `webhook.deleted`.
+	// - `webhook.disabled`: by a person, or by the service after a 410 or repeated failures.
+	// - `webhook.secret_rotated`: the registration was given a new signing secret.
+	// - `app.created`: an OAuth app registered.
+	// - `app.secret_rotated`, `app.secret_overlap_ended`: an app's secret replaced, and its previous secret's overlap ended early.
+	// - `app.deleted`: an OAuth app deleted.
+	// - `consent.granted`, `consent.revoked`: a user's consent to an app (the app as target).
+	// - `token.revoked`: an app revoked a token at the revocation endpoint (the target is the token's grant, never the token).
+	// - `token.reuse_revoked`: a used authorization code or refresh token was presented again, and the service revoked every token of its grant (the app as actor, the grant as target).
+	// - `idempotency.replay_refused`: an `Idempotency-Key` was sent again with another path or body, and refused (`failure`; the target is the SHA-256 of the key, in hex).
 	//
 	//
 	// Example: webhook.secret_rotated
@@ -1098,7 +1111,7 @@ type AuditRecord struct {
 	// OccurredAt When the action happened (UTC).
 	OccurredAt time.Time `json:"occurred_at"`
 
-	// Outcome `success`, or `failure` (a refused sign-in).
+	// Outcome `success`, or `failure` (a refused sign-in, a refused idempotent replay).
 	//
 	// Example: success
 	Outcome string `json:"outcome"`
@@ -1130,7 +1143,7 @@ type AuditTarget struct {
 	// Id The target's id (empty when unknown, as for a sign-in with an unknown email).
 	Id string `json:"id"`
 
-	// Type `user`, `webhook`, ...
+	// Type `user`, `webhook`, `app`, `token` (a grant), `idempotency_key`, ... (an open set).
 	//
 	// Example: webhook
 	Type string `json:"type"`

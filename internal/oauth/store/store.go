@@ -584,16 +584,28 @@ func (s *Store) RevokeRefreshToken(ctx context.Context, requestID string) error 
 }
 
 // RevokeAccessToken implements oauth2.TokenRevocationStorage: every access
-// token of the family is deleted. fosite calls it after RevokeRefreshToken,
-// so in a context from ForRevocation it also records the revocation
-// (recordRevocation).
+// token of the family is deleted, and the revocation is recorded in the
+// audit log (recordRevocation) in the same transaction. fosite calls it at
+// the revocation endpoint (a context from ForRevocation: audit.TokenRevoked)
+// and when a used code or a rotated refresh token is presented again (its
+// own reuse handling, without: audit.TokenReuseRevoked); it calls nothing
+// else here, since refreshes rotate through RotateRefreshToken.
 func (s *Store) RevokeAccessToken(ctx context.Context, requestID string) error {
-	if ctx.Value(revocationKey{}) == nil {
+	action := audit.TokenReuseRevoked
+	if ctx.Value(revocationKey{}) != nil {
+		action = audit.TokenRevoked
+	}
+	if txOf(ctx) != nil {
+		// fosite's handling of a reused refresh token, in the transaction
+		// it opened (BeginTX) for the whole revocation.
+		if err := s.recordRevocation(ctx, s.conn(ctx), requestID, action); err != nil {
+			return err
+		}
 		return s.delete(ctx, tableAccess, "request_id", requestID)
 	}
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
 		tctx := withTx(ctx, tx)
-		if err := s.recordRevocation(tctx, tx, requestID); err != nil {
+		if err := s.recordRevocation(tctx, tx, requestID, action); err != nil {
 			return err
 		}
 		return s.delete(tctx, tableAccess, "request_id", requestID)
@@ -604,18 +616,17 @@ type revocationKey struct{}
 
 // ForRevocation returns ctx for a revocation by the app that holds the
 // token (the revocation endpoint): RevokeAccessToken records it in the
-// audit log. Run the revocation in one transaction (db.InTx) so that the
-// record commits with the whole revocation. fosite's own revocations of a
-// reused code or refresh token go without it.
+// audit log as audit.TokenRevoked. Run the revocation in one transaction
+// (db.InTx) so that the record commits with the whole revocation.
 func ForRevocation(ctx context.Context) context.Context {
 	return context.WithValue(ctx, revocationKey{}, true)
 }
 
-// recordRevocation records the revocation of token family requestID, by
-// its app for its user, in tx. Its target is the family's request id,
-// never a token or a signature. A family with no row left records
-// nothing.
-func (s *Store) recordRevocation(ctx context.Context, tx *gorm.DB, requestID string) error {
+// recordRevocation records action, the revocation of token family
+// requestID, by its app for its user, in tx. Its target is the family's
+// request id, never a token or a signature. A family with no row left
+// records nothing.
+func (s *Store) recordRevocation(ctx context.Context, tx *gorm.DB, requestID, action string) error {
 	var owner struct {
 		ClientID string
 		UserID   int64
@@ -633,7 +644,7 @@ func (s *Store) recordRevocation(ctx context.Context, tx *gorm.DB, requestID str
 	if n == 0 {
 		return nil
 	}
-	return audit.Record(ctx, tx, audit.Entry{Action: audit.TokenRevoked, TargetType: audit.TargetToken, TargetID: requestID,
+	return audit.Record(ctx, tx, audit.Entry{Action: action, TargetType: audit.TargetToken, TargetID: requestID,
 		Actor: &audit.Actor{Type: audit.ActorApp, UserID: &owner.UserID, ClientID: owner.ClientID}})
 }
 
@@ -678,26 +689,40 @@ func (s *Store) RevokeFamilyOfRefreshToken(ctx context.Context, signature string
 // The presented row is locked first, as every other writer of the family
 // (the rotation, fosite's reuse handling) locks it first: concurrent
 // revocations queue on it instead of deadlocking on the family's rows.
+//
+// The revocation is recorded in the audit log in the same transaction
+// (audit.TokenReuseRevoked, as RevokeAccessToken does for fosite's own):
+// the app that holds the grant, for its user, is the actor, and the
+// grant's request id the target, never the code, the token or a
+// signature. So a revocation on reuse is one record, whichever of the two
+// revoked the grant.
 func (s *Store) revokeFamilyOf(ctx context.Context, table, signature string) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
 		tctx := withTx(ctx, tx)
-		var ids []string
-		if err := s.db.ForUpdate(s.table(tctx, table)).Where("signature = ?", signature).Pluck("request_id", &ids).Error; err != nil {
+		var grants []struct {
+			RequestID string
+			ClientID  string
+			UserID    int64
+		}
+		if err := s.db.ForUpdate(s.table(tctx, table)).Select("request_id, client_id, user_id").
+			Where("signature = ?", signature).Scan(&grants).Error; err != nil {
 			return fmt.Errorf("oauth store: find token family: %w", err)
 		}
-		if len(ids) == 0 {
+		if len(grants) == 0 {
 			return nil
 		}
+		g := grants[0]
 		// In fosite's order: refresh tokens, then access tokens.
 		for _, t := range []string{tableRefresh, tableCodes} {
-			if err := s.table(tctx, t).Where("request_id = ?", ids[0]).Update("active", false).Error; err != nil {
+			if err := s.table(tctx, t).Where("request_id = ?", g.RequestID).Update("active", false).Error; err != nil {
 				return fmt.Errorf("oauth store: revoke family %s: %w", t, err)
 			}
 		}
-		if err := s.table(tctx, tableAccess).Where("request_id = ?", ids[0]).Delete(map[string]any{}).Error; err != nil {
+		if err := s.table(tctx, tableAccess).Where("request_id = ?", g.RequestID).Delete(map[string]any{}).Error; err != nil {
 			return fmt.Errorf("oauth store: revoke family access tokens: %w", err)
 		}
-		return nil
+		return audit.Record(tctx, tx, audit.Entry{Action: audit.TokenReuseRevoked, TargetType: audit.TargetToken,
+			TargetID: g.RequestID, Actor: &audit.Actor{Type: audit.ActorApp, UserID: &g.UserID, ClientID: g.ClientID}})
 	})
 }
 

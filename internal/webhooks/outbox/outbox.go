@@ -15,6 +15,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -77,12 +79,16 @@ type Outbox struct {
 	Tracer trace.Tracer
 }
 
-// eligible selects the current tenant's registrations of kind that may
-// receive an event now (Policy.conditions).
-func (o *Outbox) eligible(ctx context.Context, tx *gorm.DB, kind string) *gorm.DB {
-	return tenant.Scope(ctx, tx.Table("webhooks")).
-		Where("webhooks.event = ?", kind).
-		Where(o.Policy.eligibleSQL())
+// eligible selects the current tenant's registrations of one of kinds
+// that may receive an event now (Policy.conditions).
+func (o *Outbox) eligible(ctx context.Context, tx *gorm.DB, kinds ...string) *gorm.DB {
+	q := tenant.Scope(ctx, tx.Table("webhooks"))
+	if len(kinds) == 1 {
+		q = q.Where("webhooks.event = ?", kinds[0])
+	} else {
+		q = q.Where("webhooks.event IN ?", kinds)
+	}
+	return q.Where(o.Policy.eligibleSQL())
 }
 
 // EligibleCount reports how many registrations would receive an event of kind
@@ -100,9 +106,31 @@ func (o *Outbox) EligibleCount(ctx context.Context, tx *gorm.DB, kind string) (i
 // even when nobody is subscribed, so that the history of what happened is
 // complete and a later redelivery has its source.
 func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (queued int, err error) {
+	return o.EmitAll(ctx, tx, ev)
+}
+
+// EmitAll is Emit for the events of one change, numbered in the order
+// given, in the same statements as one event: their numbers, their rows,
+// their registrations and their deliveries each take one statement (and
+// the wake-up one), whatever the number of events. A change that reports
+// itself with several events (a write of data points that also completes
+// its fetch request) costs no more round trips than one.
+func (o *Outbox) EmitAll(ctx context.Context, tx *gorm.DB, evs ...Event) (queued int, err error) {
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	kinds := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		if !ValidKind(ev.Kind) {
+			return 0, fmt.Errorf("outbox: unknown event kind %q", ev.Kind)
+		}
+		if !slices.Contains(kinds, ev.Kind) {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
 	if o.Tracer != nil {
 		var span trace.Span
-		ctx, span = o.Tracer.Start(ctx, "outbox.emit", trace.WithAttributes(attribute.String("finsvc.event.kind", ev.Kind)))
+		ctx, span = o.Tracer.Start(ctx, "outbox.emit", trace.WithAttributes(attribute.String("finsvc.event.kind", strings.Join(kinds, ","))))
 		defer func() {
 			span.SetAttributes(attribute.Int("finsvc.deliveries.queued", queued))
 			if err != nil {
@@ -111,21 +139,28 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (queued int, e
 			span.End()
 		}()
 	}
-	if !ValidKind(ev.Kind) {
-		return 0, fmt.Errorf("outbox: unknown event kind %q", ev.Kind)
-	}
-	ev, err = insertEvent(ctx, tx, ev, 0)
-	if err != nil {
+	if evs, err = insertEvents(ctx, tx, evs, 0); err != nil {
 		return 0, err
 	}
-	var hooks []int64
-	if err := o.eligible(ctx, tx, ev.Kind).Pluck("webhooks.id", &hooks).Error; err != nil {
-		return 0, fmt.Errorf("outbox: select %s registrations: %w", ev.Kind, err)
+	var hooks []struct {
+		ID    int64
+		Event string
 	}
-	if _, err := queue(ctx, tx, ev, hooks); err != nil {
+	if err := o.eligible(ctx, tx, kinds...).Select("webhooks.id, webhooks.event").Order("webhooks.id").Scan(&hooks).Error; err != nil {
+		return 0, fmt.Errorf("outbox: select %s registrations: %w", strings.Join(kinds, ", "), err)
+	}
+	var due []delivery
+	for _, ev := range evs {
+		for _, h := range hooks {
+			if h.Event == ev.Kind {
+				due = append(due, delivery{ev.ID, h.ID})
+			}
+		}
+	}
+	if _, err := queue(ctx, tx, due); err != nil {
 		return 0, err
 	}
-	if len(hooks) > 0 && o.Notifier != nil {
+	if len(due) > 0 && o.Notifier != nil {
 		// In-process wake-up. It fires before the commit (GORM has no commit
 		// hook): on SQLite the woken worker's claim waits for this
 		// transaction's write lock, so it sees the rows once they commit; a
@@ -133,7 +168,7 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (queued int, e
 		// poll fallback covers anything missed.
 		o.Notifier.Notify()
 	}
-	return len(hooks), nil
+	return len(due), nil
 }
 
 // EmitTo records a webhook.test event and its one pending delivery to
@@ -143,11 +178,11 @@ func (o *Outbox) Emit(ctx context.Context, tx *gorm.DB, ev Event) (queued int, e
 // ownerUserID is the registration's creator: the event is listed only to
 // callers who may see the registration (ListEvents).
 func EmitTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int64, data any, now time.Time) (deliveryID string, err error) {
-	ev, err := insertEvent(ctx, tx, Event{Kind: WebhookTest, OccurredAt: now, Data: data}, ownerUserID)
+	evs, err := insertEvents(ctx, tx, []Event{{Kind: WebhookTest, OccurredAt: now, Data: data}}, ownerUserID)
 	if err != nil {
 		return "", err
 	}
-	ids, err := queue(ctx, tx, ev, []int64{webhookID})
+	ids, err := queue(ctx, tx, []delivery{{evs[0].ID, webhookID}})
 	if err != nil {
 		return "", err
 	}
@@ -161,59 +196,78 @@ func EmitTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int64, data
 // db.Stamp, so that locks are taken in one order.
 const SeqName = "events.seq"
 
-// insertEvent writes ev's events row (giving it an id and a time when it
-// has none), numbered in the tenant (SeqName); ownerUserID, when not 0,
-// restricts who may list it.
-func insertEvent(ctx context.Context, tx *gorm.DB, ev Event, ownerUserID int64) (Event, error) {
-	if ev.ID == uuid.Nil {
-		ev.ID = uuid.New()
+// insertEvents writes the events rows of evs in one statement (giving
+// each an id and a time when it has none), numbered in the tenant
+// (SeqName) in the order given; ownerUserID, when not 0, restricts who
+// may list them.
+func insertEvents(ctx context.Context, tx *gorm.DB, evs []Event, ownerUserID int64) ([]Event, error) {
+	tid := tenant.ID(ctx)
+	tp := traceparent(ctx)
+	rows := make([]map[string]any, len(evs))
+	for i := range evs {
+		ev := &evs[i]
+		if ev.ID == uuid.Nil {
+			ev.ID = uuid.New()
+		}
+		if ev.OccurredAt.IsZero() {
+			ev.OccurredAt = time.Now()
+		}
+		payload, err := json.Marshal(ev.Data)
+		if err != nil {
+			return evs, fmt.Errorf("outbox: marshal %s payload: %w", ev.Kind, err)
+		}
+		// Every row has every column (a multi-row INSERT lists the union
+		// of its rows' columns), NULL where the event has no value.
+		row := map[string]any{
+			"tenant_id": tid, "id": ev.ID.String(), "kind": ev.Kind,
+			"payload": string(payload), "occurred_at": ev.OccurredAt.UTC(),
+			"owner_user_id": nil, "expires_at": nil, "traceparent": nil,
+		}
+		if ownerUserID != 0 {
+			row["owner_user_id"] = ownerUserID
+		}
+		if ev.ExpiresAt != nil {
+			row["expires_at"] = ev.ExpiresAt.UTC()
+		}
+		if tp != "" {
+			row["traceparent"] = tp
+		}
+		rows[i] = row
 	}
-	if ev.OccurredAt.IsZero() {
-		ev.OccurredAt = time.Now()
-	}
-	payload, err := json.Marshal(ev.Data)
+	first, err := db.NextIDs(tx.WithContext(ctx), tid, SeqName, len(evs))
 	if err != nil {
-		return ev, fmt.Errorf("outbox: marshal %s payload: %w", ev.Kind, err)
+		return evs, fmt.Errorf("outbox: number %s event: %w", evs[0].Kind, err)
 	}
-	row := map[string]any{
-		"tenant_id": tenant.ID(ctx), "id": ev.ID.String(), "kind": ev.Kind,
-		"payload": string(payload), "occurred_at": ev.OccurredAt.UTC(),
+	for i := range rows {
+		rows[i]["seq"] = first + int64(i)
 	}
-	seq, err := db.NextID(tx.WithContext(ctx), tenant.ID(ctx), SeqName)
-	if err != nil {
-		return ev, fmt.Errorf("outbox: number %s event: %w", ev.Kind, err)
+	if err := tx.WithContext(ctx).Table("events").Create(rows).Error; err != nil {
+		return evs, fmt.Errorf("outbox: insert %s event: %w", evs[0].Kind, err)
 	}
-	row["seq"] = seq
-	if ownerUserID != 0 {
-		row["owner_user_id"] = ownerUserID
-	}
-	if ev.ExpiresAt != nil {
-		row["expires_at"] = ev.ExpiresAt.UTC()
-	}
-	if tp := traceparent(ctx); tp != "" {
-		row["traceparent"] = tp
-	}
-	if err := tx.WithContext(ctx).Table("events").Create(row).Error; err != nil {
-		return ev, fmt.Errorf("outbox: insert %s event: %w", ev.Kind, err)
-	}
-	return ev, nil
+	return evs, nil
 }
 
-// queue writes one pending delivery of ev per registration, due now, and
-// wakes the workers of every replica when the transaction commits
-// (PostgreSQL NOTIFY). It returns the deliveries' ids.
-func queue(ctx context.Context, tx *gorm.DB, ev Event, hooks []int64) ([]string, error) {
-	if len(hooks) == 0 {
+// delivery is one event due to one registration.
+type delivery struct {
+	event   uuid.UUID
+	webhook int64
+}
+
+// queue writes one pending delivery per item of due, due now, in one
+// statement, and wakes the workers of every replica when the transaction
+// commits (PostgreSQL NOTIFY). It returns the deliveries' ids.
+func queue(ctx context.Context, tx *gorm.DB, due []delivery) ([]string, error) {
+	if len(due) == 0 {
 		return nil, nil
 	}
 	tid := tenant.ID(ctx)
 	now := time.Now().UTC()
-	ids := make([]string, len(hooks))
-	rows := make([]map[string]any, 0, len(hooks))
-	for i, h := range hooks {
+	ids := make([]string, len(due))
+	rows := make([]map[string]any, 0, len(due))
+	for i, d := range due {
 		ids[i] = uuid.NewString()
 		rows = append(rows, map[string]any{
-			"tenant_id": tid, "id": ids[i], "webhook_id": h, "event_id": ev.ID.String(),
+			"tenant_id": tid, "id": ids[i], "webhook_id": d.webhook, "event_id": d.event.String(),
 			"status": string(Pending), "attempts": 0, "next_attempt_at": now,
 			"created_at": now, "updated_at": now,
 		})

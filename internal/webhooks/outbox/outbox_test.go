@@ -249,3 +249,76 @@ func TestDepth(t *testing.T) {
 		}
 	})
 }
+
+// EmitAll writes the events of one change in the statements of one: they
+// are numbered in the order given, each reaches exactly the eligible
+// registrations of its own kind, and the statement count does not grow
+// with the number of events.
+func TestEmitAllIsOneEmit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newFixture(t, d)
+		a := f.webhook(outbox.ActDataUpdated, "https://hooks.example.com/a", true, f.userID)
+		b := f.webhook(outbox.FetchRequestCompleted, "https://hooks.example.com/b", true, f.userID)
+		both := f.webhook(outbox.ActDataUpdated, "https://hooks.example.com/c", true, f.userID)
+		f.webhook(outbox.FetchRequestCompleted, "https://hooks.example.com/d", false, f.userID) // inactive
+		f.webhook(outbox.ActCreated, "https://hooks.example.com/e", true, f.userID)             // another kind
+
+		counted, count := d.CountQueries()
+		ob := &outbox.Outbox{}
+		statements := map[int]int{}
+		for _, n := range []int{1, 2, 3} {
+			var evs []outbox.Event
+			for i := range n {
+				kind := outbox.ActDataUpdated
+				if i%2 == 1 {
+					kind = outbox.FetchRequestCompleted
+				}
+				evs = append(evs, outbox.Event{ID: uuid.New(), Kind: kind, Data: map[string]any{"i": i}})
+			}
+			before := count()
+			var queued int
+			if err := counted.Tx(f.ctx, func(tx *gorm.DB) error {
+				var err error
+				queued, err = ob.EmitAll(f.ctx, tx, evs...)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			statements[n] = count() - before
+			want := 0
+			var seqs []int64
+			for _, ev := range evs {
+				got := f.deliveries(ev.ID.String())
+				w := []int64{a, both}
+				if ev.Kind == outbox.FetchRequestCompleted {
+					w = []int64{b}
+				}
+				if !slices.Equal(got, w) {
+					t.Errorf("%d events: %s delivered to %v, want %v", n, ev.Kind, got, w)
+				}
+				want += len(w)
+				var seq int64
+				if err := d.Table("events").Where("tenant_id = ? AND id = ?", tenant.ID(f.ctx), ev.ID.String()).Pluck("seq", &seq).Error; err != nil {
+					t.Fatal(err)
+				}
+				seqs = append(seqs, seq)
+			}
+			if queued != want {
+				t.Errorf("%d events: %d queued, want %d", n, queued, want)
+			}
+			for i := 1; i < len(seqs); i++ {
+				if seqs[i] != seqs[i-1]+1 {
+					t.Errorf("%d events numbered %v, want consecutive in the order given", n, seqs)
+				}
+			}
+		}
+		if statements[1] != statements[3] || statements[2] != statements[3] {
+			t.Errorf("statements per EmitAll of 1, 2, 3 events: %v; want the same", statements)
+		}
+		// EmitAll of nothing writes nothing.
+		before := count()
+		if n, err := ob.EmitAll(f.ctx, counted.DB); n != 0 || err != nil || count() != before {
+			t.Errorf("EmitAll of no event: %d, %v, %d statements", n, err, count()-before)
+		}
+	})
+}
