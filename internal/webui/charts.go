@@ -86,7 +86,7 @@ func window(id, name, per string, bs []outbox.Bucket, size time.Duration) health
 		w.Rate.Summary = "No attempts in the last " + name + "."
 		w.Latency.Summary = w.Rate.Summary
 	} else {
-		w.Rate.Summary = fmt.Sprintf("%d attempts in the last %s, %s succeeded (%d).", attempts, name, percent(ok, attempts), ok)
+		w.Rate.Summary = fmt.Sprintf("%s in the last %s, %s succeeded (%d).", plural(attempts, "attempt"), name, percent(ok, attempts), ok)
 		w.Latency.Summary = fmt.Sprintf("Mean %d ms per attempt, slowest %d ms.", (sumMS+attempts/2)/attempts, maxMS)
 	}
 	w.Rate.Desc = fmt.Sprintf("Share of attempts answered with 2xx, per %s, %s to %s. %s", per, start, end, w.Rate.Summary)
@@ -114,8 +114,8 @@ func window(id, name, per string, bs []outbox.Bucket, size time.Duration) health
 			fill = colourBad
 		}
 		w.Rate.Bars = append(w.Rate.Bars, chartBar{X: x, Y: plotTop + plotH - h, W: bw, H: h, Fill: fill,
-			Title: fmt.Sprintf("%s: %s of %d attempts succeeded", when, percent(b.Succeeded, b.Attempts), b.Attempts)})
-		title := fmt.Sprintf("%s: mean %d ms, slowest %d ms (%d attempts)", when, b.AvgMS, b.MaxMS, b.Attempts)
+			Title: fmt.Sprintf("%s: %s of %s succeeded", when, percent(b.Succeeded, b.Attempts), plural(b.Attempts, "attempt"))})
+		title := fmt.Sprintf("%s: mean %d ms, slowest %d ms (%s)", when, b.AvgMS, b.MaxMS, plural(b.Attempts, "attempt"))
 		ah, mh := scale(b.AvgMS, maxMS), scale(b.MaxMS, maxMS)
 		w.Latency.Bars = append(w.Latency.Bars,
 			chartBar{X: x, Y: plotTop + plotH - ah, W: bw, H: ah, Fill: colourBar, Title: title},
@@ -138,4 +138,11 @@ func percent(n, of int64) string {
 		return fmt.Sprintf("%d%%", int64(p))
 	}
 	return fmt.Sprintf("%.1f%%", p)
+}
+
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
