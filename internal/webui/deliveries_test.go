@@ -197,7 +197,7 @@ func TestEndpointHealthPage(t *testing.T) {
 			admin.login(acme.admin)
 			page := admin.do("GET", path, nil)
 			for _, want := range []string{
-				`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 480 120" width="100%" role="img" aria-labelledby="rate-day-title rate-day-desc"`,
+				`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 480 120" width="100%" height="140" preserveAspectRatio="xMinYMid meet" role="img" aria-labelledby="rate-day-title rate-day-desc"`,
 				`<title id="rate-day-title">Success rate, last 24 hours</title>`,
 				`<title id="latency-week-title">Latency, last 7 days</title>`,
 				"No attempts in the last 24 hours.", `<span class="badge ok">closed</span> Delivering normally.`,
