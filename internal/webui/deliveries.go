@@ -121,12 +121,12 @@ type testChoice struct{ Name, Label string }
 // testChoices are the test event's types: the standard webhook.test first
 // (the default), then every catalog type with an example to send.
 func (cs *Console) testChoices() []testChoice {
-	out := []testChoice{{outbox.WebhookTest, outbox.WebhookTest + ": a fixed test message (default)"}}
+	out := []testChoice{{outbox.WebhookTest, outbox.WebhookTest + " (default): a fixed test message"}}
 	for _, et := range cs.eventTypes() {
 		if len(et.Example) > 0 {
-			label := et.Name + ": its example"
+			label := et.Name
 			if et.Description != "" {
-				label = et.Name + ": its example (" + et.Description + ")"
+				label += ": " + et.Description
 			}
 			out = append(out, testChoice{et.Name, label})
 		}
