@@ -67,7 +67,7 @@ func TestBrowserTestEventHeadersAndRedeliver(t *testing.T) {
 	}
 	b.Do("choose the test's type", chromedp.SetValue(chromedp.CSS(`#test-event`), "act.updated"))
 	b.Submit("#test")
-	if !strings.Contains(b.Text("#notice"), "A test event (act.updated) was queued") {
+	if !strings.Contains(b.Text("#notice"), "A test event was queued (act.updated, delivery") {
 		t.Fatalf("after test: %q", b.Text("#notice"))
 	}
 	b.Submit("#deliveries a.detail")

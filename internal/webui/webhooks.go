@@ -168,7 +168,7 @@ func (cs *Console) testWebhook(r *req) error {
 	if err != nil {
 		return cs.refused(r, err)
 	}
-	return cs.done(r, webhookPath(id), flash{Notice: "A test event (" + d.Event + ") was queued (delivery " + d.ID + ")."})
+	return cs.done(r, webhookPath(id), flash{Notice: "A test event was queued (" + d.Event + ", delivery " + d.ID + ")."})
 }
 
 func (cs *Console) rotateWebhook(r *req) error {
