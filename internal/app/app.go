@@ -25,12 +25,14 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -545,7 +547,39 @@ func consoleEventTypes(spec *openapi3.T) ([]webui.EventType, error) {
 		if i := strings.Index(d, ". "); i >= 0 {
 			d = d[:i+1]
 		}
-		out = append(out, webui.EventType{Name: e.Kind, Description: d})
+		et := webui.EventType{Name: e.Kind, Description: d}
+		if et.Example, err = exampleData(e); err != nil {
+			return nil, err
+		}
+		out = append(out, et)
 	}
 	return out, nil
+}
+
+// exampleData is the data object of the callback's example envelope (the
+// first, by name), which the console's test of that event type sends; nil
+// when the callback has none.
+func exampleData(e openapi.Event) (json.RawMessage, error) {
+	rb := e.Operation.RequestBody
+	if rb == nil || rb.Value == nil {
+		return nil, nil
+	}
+	mt := rb.Value.Content.Get("application/json")
+	if mt == nil || len(mt.Examples) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, len(mt.Examples))
+	for n := range mt.Examples {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	ex := mt.Examples[names[0]]
+	if ex == nil || ex.Value == nil {
+		return nil, nil
+	}
+	env, ok := ex.Value.Value.(map[string]any)
+	if !ok || env["data"] == nil {
+		return nil, fmt.Errorf("app: the example of event %s has no data object", e.Kind)
+	}
+	return json.Marshal(env["data"])
 }

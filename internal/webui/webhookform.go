@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +18,10 @@ import (
 type EventType struct {
 	Name        string
 	Description string // one sentence
+	// Example is the data object of the catalog's example of this type
+	// (the callback's example envelope), which a test of that type sends;
+	// nil: the type cannot be chosen for a test.
+	Example json.RawMessage
 }
 
 // eventTypes are the subscribable kinds, with the catalog's description
@@ -27,7 +32,7 @@ func (cs *Console) eventTypes() []EventType {
 		et := EventType{Name: k}
 		for _, d := range cs.d.EventTypes {
 			if d.Name == k {
-				et.Description = d.Description
+				et.Description, et.Example = d.Description, d.Example
 			}
 		}
 		out = append(out, et)

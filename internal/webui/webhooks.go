@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,11 +36,19 @@ type webhookPage struct {
 	Target     string
 	Errors     fieldErrors
 	Deliveries []registry.Delivery
-	Pager      pager
-	CanWrite   bool
-	CanDelete  bool
-	Now        time.Time
-	Replay     []replayChoice
+	// The log's filter as typed, its choices, and the cursor links.
+	Filter    logFilter
+	Statuses  []outbox.Status
+	Events    []string
+	Log       logPage
+	CanWrite  bool
+	CanTest   bool
+	CanDelete bool
+	Now       time.Time
+	Replay    []replayChoice
+	Tests     []testChoice
+	Health    *healthView
+	Breaker   breaker
 }
 
 type replayChoice struct{ Value, Label string }
@@ -85,11 +95,6 @@ func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error
 	if err != nil {
 		return err
 	}
-	pg := pageRequest(r.Context)
-	ds, total, err := cs.d.Webhooks.Deliveries(ctx, r.p, id, pg)
-	if err != nil {
-		return err
-	}
 	if target == "" {
 		target = w.Target
 	}
@@ -97,8 +102,41 @@ func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error
 	for _, c := range replayWindows {
 		choices = append(choices, replayChoice{c.Value, c.Label})
 	}
-	p := &webhookPage{W: row(*w), Deliveries: ds, Pager: newPager(pg, total), Target: target, Errors: fe, Replay: choices,
-		CanWrite: r.permit("updateWebhook"), CanDelete: r.permit("deleteWebhook"), Now: time.Now()}
+	now := time.Now()
+	p := &webhookPage{W: row(*w), Target: target, Errors: fe, Replay: choices, Statuses: outbox.Statuses,
+		CanWrite: r.permit("updateWebhook"), CanTest: r.permit("testWebhook"), CanDelete: r.permit("deleteWebhook"), Now: now,
+		Tests: cs.testChoices(), Breaker: breakerOf(*w, now)}
+	p.Events = append([]string{outbox.WebhookTest}, outbox.Kinds...)
+	// The log: filtered as the query asks; a refused filter lists
+	// nothing and says why beside its field. A form posted to this page
+	// (a refusal) shows the whole log.
+	q := r.QueryParams()
+	if r.Request().Method != http.MethodGet {
+		q = url.Values{}
+	}
+	lf, f := readFilter(q)
+	p.Filter = lf
+	if len(lf.Errors) == 0 {
+		ds, more, err := cs.d.Webhooks.FindDeliveries(ctx, r.p, id, f)
+		switch {
+		case apperr.Is(err, apperr.Invalid):
+			// A cursor that names no delivery of this log (purged, or
+			// typed by hand).
+			p.Filter.Errors["page"] = "This page link is broken; start again from the newest deliveries."
+		case err != nil:
+			return err
+		default:
+			p.Deliveries, p.Log = ds, cursorLinks(lf, f, ds, more)
+		}
+	}
+	if msg == "" && len(p.Filter.Errors) > 0 {
+		msg = refusedFilter(p.Filter)
+	}
+	h, err := cs.d.Webhooks.AttemptHealth(ctx, r.p, id, now)
+	if err != nil {
+		return err
+	}
+	p.Health = newHealthView(h)
 	return cs.show(r, "webhook", &view{Layout: web.Layout{Title: fmt.Sprintf("Webhook %d", id), Nav: "webhooks", Message: msg}, Page: p})
 }
 
@@ -120,11 +158,17 @@ func (cs *Console) testWebhook(r *req) error {
 	if err := cs.permitOr403(r, "testWebhook"); err != nil {
 		return err
 	}
-	d, err := cs.d.Webhooks.Test(r.Request().Context(), r.p, id)
+	// The chosen type's example from the catalog; webhook.test (the
+	// default, also when none is chosen) sends the standard message.
+	kind := r.FormValue("event")
+	if kind == "" {
+		kind = outbox.WebhookTest
+	}
+	d, err := cs.d.Webhooks.TestExample(r.Request().Context(), r.p, id, kind, cs.example(kind))
 	if err != nil {
 		return cs.refused(r, err)
 	}
-	return cs.done(r, webhookPath(id), flash{Notice: "A test event was queued (delivery " + d.ID + ")."})
+	return cs.done(r, webhookPath(id), flash{Notice: "A test event was queued (" + d.Event + ", delivery " + d.ID + ")."})
 }
 
 func (cs *Console) rotateWebhook(r *req) error {
@@ -192,6 +236,9 @@ func (cs *Console) delivery(r *req) error {
 		return err
 	}
 	p := &deliveryPage{WebhookID: id, D: d, CanWrite: r.permit("redeliverWebhookDelivery"), Payload: indent(d.Payload)}
+	if n := len(d.Attempts); n > 0 {
+		p.LastN = d.Attempts[n-1].N
+	}
 	return cs.show(r, "delivery", &view{Layout: web.Layout{Title: "Delivery " + d.ID, Nav: "webhooks"}, Page: p})
 }
 
@@ -200,6 +247,8 @@ type deliveryPage struct {
 	D         *registry.DeliveryDetail
 	Payload   string
 	CanWrite  bool
+	// LastN is the latest attempt's number (its headers are shown open).
+	LastN int
 }
 
 func deliveryPath(webhookID int64, id string) string {

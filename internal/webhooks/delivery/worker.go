@@ -646,12 +646,35 @@ type response struct {
 	retryAfter string
 	excerpt    string
 	err        error
+	// sent are the request's kept headers (keptHeaders).
+	sent map[string]string
+}
+
+// keptHeaders are the request headers kept with each attempt (the
+// console's delivery page shows them): every header request sets. None
+// holds a secret: the signatures are HMACs over the attempt. A header
+// added to the request later is kept only once it is listed here, so that
+// nothing secret is stored by accident.
+var keptHeaders = []string{
+	"Content-Type", "User-Agent", sign.HeaderSignature, sign.HeaderWebhookID,
+	sign.HeaderWebhookTimestamp, sign.HeaderWebhookSignature, "traceparent",
+}
+
+// sentHeaders are h's kept headers, under the names the request used.
+func sentHeaders(h http.Header) map[string]string {
+	out := make(map[string]string, len(keptHeaders))
+	for _, k := range keptHeaders {
+		if v := h.Get(k); v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (w *Worker) send(req *http.Request, res *Result) response {
 	start := time.Now()
 	resp, err := w.client.Do(req)
-	r := response{err: err}
+	r := response{err: err, sent: sentHeaders(req.Header)}
 	if err == nil {
 		r.status = resp.StatusCode
 		r.retryAfter = resp.Header.Get("Retry-After")
@@ -668,7 +691,7 @@ func (w *Worker) send(req *http.Request, res *Result) response {
 // or failed; a 410 also disables the registration.
 func (w *Worker) classify(c outbox.Claimed, j *job, r response, res *Result) verdict {
 	now := w.clock()
-	u := outbox.Update{Attempt: &outbox.Attempt{Number: c.Attempts + 1, At: now, StatusCode: r.status, Excerpt: r.excerpt, Duration: res.Duration}}
+	u := outbox.Update{Attempt: &outbox.Attempt{Number: c.Attempts + 1, At: now, StatusCode: r.status, Excerpt: r.excerpt, Duration: res.Duration, Headers: r.sent}}
 	fail := func(lastError string) { u.Status, u.LastError = outbox.Failed, &lastError }
 	switch retry.Classify(r.status, r.err) {
 	case retry.Success:

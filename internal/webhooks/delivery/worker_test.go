@@ -76,6 +76,29 @@ func TestDeliversSignedEnvelope(t *testing.T) {
 		if row.LeaseOwner != nil || row.NextAttemptAt != nil || row.LastError != nil {
 			t.Fatalf("row %+v", row)
 		}
+		// The attempt keeps the headers the receiver got, signatures
+		// included, and nothing else (the secret is no header).
+		as, err := outbox.Attempts(f.ctx, d.DB, f.tid, wh.ID, row.ID)
+		if err != nil || len(as) != 1 {
+			t.Fatalf("attempts %+v, %v", as, err)
+		}
+		kept := map[string]string{}
+		for _, h := range as[0].Headers() {
+			kept[h.Name] = h.Value
+		}
+		for _, name := range []string{"Content-Type", "User-Agent", "X-Signature", "webhook-id", "webhook-timestamp", "webhook-signature"} {
+			if kept[name] == "" || kept[name] != r.Header.Get(name) {
+				t.Errorf("kept %s = %q; the receiver got %q", name, kept[name], r.Header.Get(name))
+			}
+		}
+		if len(kept) != 6 {
+			t.Errorf("kept headers %v; want the 6 sent (no trace context without tracing)", kept)
+		}
+		for _, v := range kept {
+			if strings.Contains(v, secret) || strings.Contains(v, strings.TrimPrefix(secret, sign.SecretPrefix)) {
+				t.Fatalf("a kept header holds the secret: %q", v)
+			}
+		}
 		for _, r := range f.rows() {
 			if r.WebhookID == other.ID {
 				t.Fatal("a delivery for a registration of another kind")

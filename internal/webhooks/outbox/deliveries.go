@@ -2,7 +2,9 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -39,24 +41,33 @@ type Attempt struct {
 	StatusCode int    // 0 when no response came
 	Excerpt    string // the start of the response body, when one came
 	Duration   time.Duration
+	// Headers are the request headers the attempt sent, kept with it
+	// (migration 00180): the caller passes only headers that hold no
+	// secret (signatures are HMACs; the secret is never a header).
+	Headers map[string]string
 }
 
 // attemptColumns are delivery_attempts' columns in the order attemptValues
 // gives the values after the delivery's identity.
-const attemptColumns = "tenant_id, delivery_id, n, webhook_id, event_id, attempted_at, status_code, response_excerpt, duration_ms, error"
+const attemptColumns = "tenant_id, delivery_id, n, webhook_id, event_id, attempted_at, status_code, response_excerpt, duration_ms, error, request_headers"
 
 // attemptValues are the attempt's attempted_at, status_code,
-// response_excerpt, duration_ms and error.
+// response_excerpt, duration_ms, error and request_headers.
 func (u Update) attemptValues() []any {
 	a := u.Attempt
-	var code, excerpt, errText any
+	var code, excerpt, errText, headers any
 	if a.StatusCode != 0 {
 		code, excerpt = a.StatusCode, a.Excerpt
 	}
 	if u.LastError != nil {
 		errText = *u.LastError
 	}
-	return []any{a.At, code, excerpt, a.Duration.Milliseconds(), errText}
+	if len(a.Headers) > 0 {
+		// A map of strings always marshals.
+		b, _ := json.Marshal(a.Headers)
+		headers = string(b)
+	}
+	return []any{a.At, code, excerpt, a.Duration.Milliseconds(), errText, headers}
 }
 
 // nextAttemptSQL numbers a delivery's next attempt (1, 2, … across
@@ -68,7 +79,7 @@ const nextAttemptSQL = "(SELECT COALESCE(MAX(a.n), 0) + 1 FROM delivery_attempts
 // so that the outcome and its attempt are one statement on PostgreSQL.
 func pgAttemptInsert(src string) string {
 	return "INSERT INTO delivery_attempts (" + attemptColumns + ") SELECT s.tenant_id, s.id, " + nextAttemptSQL +
-		", s.webhook_id, s.event_id, CAST(? AS timestamptz), CAST(? AS integer), CAST(? AS text), CAST(? AS integer), CAST(? AS text) FROM " + src + " s"
+		", s.webhook_id, s.event_id, CAST(? AS timestamptz), CAST(? AS integer), CAST(? AS text), CAST(? AS integer), CAST(? AS text), CAST(? AS text) FROM " + src + " s"
 }
 
 func (u Update) columns(now time.Time) map[string]any {
@@ -124,7 +135,7 @@ func Finish(ctx context.Context, d *db.DB, c Claimed, owner string, u Update, no
 		held = n > 0
 		if held && u.Attempt != nil && !pg {
 			err := tx.Exec("INSERT INTO delivery_attempts ("+attemptColumns+") SELECT s.tenant_id, s.id, "+nextAttemptSQL+
-				", ?, ?, ?, ?, ?, ?, ? FROM (SELECT ? AS tenant_id, ? AS id) s",
+				", ?, ?, ?, ?, ?, ?, ?, ? FROM (SELECT ? AS tenant_id, ? AS id) s",
 				append(append([]any{c.WebhookID, c.EventID}, u.attemptValues()...), c.TenantID, c.ID)...).Error
 			if err != nil {
 				return err
@@ -319,6 +330,29 @@ type RecordedAttempt struct {
 	ResponseExcerpt *string   `gorm:"column:response_excerpt"`
 	DurationMS      int64     `gorm:"column:duration_ms"`
 	Error           *string   `gorm:"column:error"`
+	RequestHeaders  *string   `gorm:"column:request_headers"`
+}
+
+// Header is one request header an attempt sent.
+type Header struct{ Name, Value string }
+
+// Headers are the request headers the attempt sent, by name (case
+// ignored); nil when none were kept (an attempt recorded before they
+// were, migration 00180).
+func (a RecordedAttempt) Headers() []Header {
+	if a.RequestHeaders == nil {
+		return nil
+	}
+	var m map[string]string
+	if json.Unmarshal([]byte(*a.RequestHeaders), &m) != nil {
+		return nil
+	}
+	out := make([]Header, 0, len(m))
+	for k, v := range m {
+		out = append(out, Header{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Name) < strings.ToLower(out[j].Name) })
+	return out
 }
 
 // Attempts lists every recorded attempt of the delivery, oldest first. The
@@ -326,7 +360,7 @@ type RecordedAttempt struct {
 func Attempts(ctx context.Context, q *gorm.DB, tenantID, webhookID int64, deliveryID string) ([]RecordedAttempt, error) {
 	var rs []RecordedAttempt
 	err := q.WithContext(ctx).Table("delivery_attempts").
-		Select("n, attempted_at, status_code, response_excerpt, duration_ms, error").
+		Select("n, attempted_at, status_code, response_excerpt, duration_ms, error, request_headers").
 		Where("tenant_id = ? AND delivery_id = ? AND webhook_id = ?", tenantID, deliveryID, webhookID).
 		Order("n").Scan(&rs).Error
 	if err != nil {

@@ -178,7 +178,19 @@ func (o *Outbox) EmitAll(ctx context.Context, tx *gorm.DB, evs ...Event) (queued
 // ownerUserID is the registration's creator: the event is listed only to
 // callers who may see the registration (ListEvents).
 func EmitTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int64, data any, now time.Time) (deliveryID string, err error) {
-	evs, err := insertEvents(ctx, tx, []Event{{Kind: WebhookTest, OccurredAt: now, Data: data}}, ownerUserID)
+	return EmitExampleTo(ctx, tx, webhookID, ownerUserID, WebhookTest, data, now)
+}
+
+// EmitExampleTo is EmitTo for an event of kind (one of Kinds or
+// WebhookTest) with data, an example of that kind: a test of how the
+// registration's endpoint handles it, delivered to that registration
+// alone and listed, like a webhook.test event, only to those who may see
+// the registration.
+func EmitExampleTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int64, kind string, data any, now time.Time) (deliveryID string, err error) {
+	if kind != WebhookTest && !ValidKind(kind) {
+		return "", fmt.Errorf("outbox: unknown event kind %q", kind)
+	}
+	evs, err := insertEvents(ctx, tx, []Event{{Kind: kind, OccurredAt: now, Data: data}}, ownerUserID)
 	if err != nil {
 		return "", err
 	}

@@ -28,3 +28,16 @@ const (
 func (s Status) Final() bool {
 	return s == Succeeded || s == Failed || s == Cancelled
 }
+
+// Statuses lists every status, live ones first.
+var Statuses = []Status{Pending, Delivering, Succeeded, Failed, Cancelled}
+
+// ValidStatus reports whether s is a delivery status.
+func ValidStatus(s string) bool {
+	for _, x := range Statuses {
+		if string(x) == s {
+			return true
+		}
+	}
+	return false
+}
