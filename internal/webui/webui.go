@@ -61,6 +61,9 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Policy is the operation policy the pages ask, the API's.
 	Policy *auth.Policy
+	// Apps names the apps that changed an act (optional: without it an
+	// app is "a deleted app").
+	Apps Apps
 	// EventTypes describe the event kinds on the create form (optional).
 	EventTypes []EventType
 }
@@ -114,7 +117,7 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/webhooks/:id/delete", h(cs.confirmed(cs.askDelete, cs.deleteWebhook)))
 	e.GET("/console/webhooks/:id/deliveries/:delivery", h(cs.delivery))
 	e.POST("/console/webhooks/:id/deliveries/:delivery/redeliver", h(cs.post(cs.redeliver)))
-	e.GET("/console/acts", h(cs.actsLookup))
+	e.GET("/console/acts", h(cs.actsList))
 	e.GET("/console/acts/:uuid", h(cs.act))
 	e.GET("/console/users", h(cs.users))
 	e.GET("/console/audit", h(cs.auditLog))
