@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -208,7 +207,8 @@ func (cs *Console) fail(c echo.Context, u *users.User, err error) error {
 	case apperr.Is(err, apperr.NotFound):
 		return cs.errorPage(c, u, http.StatusNotFound, "Not found", "There is nothing here, or you cannot see it.")
 	case apperr.Is(err, apperr.Forbidden):
-		return cs.errorPage(c, u, http.StatusForbidden, "Not allowed", describe(err))
+		d := web.Forbidden(err)
+		return cs.errorPage(c, u, http.StatusForbidden, d.Title, d.Message)
 	}
 	cs.d.Logger.ErrorContext(c.Request().Context(), "webui: request failed", "path", c.Path(), "error", err)
 	return cs.errorPage(c, u, http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later.")
@@ -302,21 +302,5 @@ func idParam(c echo.Context, name string) (int64, error) {
 	return id, nil
 }
 
-// describe flattens an apperr with field messages for a banner.
-func describe(err error) string {
-	var ae *apperr.Error
-	if !errors.As(err, &ae) {
-		return err.Error()
-	}
-	if len(ae.Fields) == 0 {
-		return ae.Message
-	}
-	var parts []string
-	for f, msgs := range ae.Fields {
-		for _, m := range msgs {
-			parts = append(parts, f+": "+m)
-		}
-	}
-	sort.Strings(parts)
-	return strings.TrimSpace(ae.Message + " " + strings.Join(parts, "; "))
-}
+// describe is a refusal in sentences for a banner (web.Describe).
+func describe(err error) string { return web.Describe(err) }
