@@ -588,5 +588,11 @@ func fieldLabel(name string) string {
 	return fmt.Sprintf("The field %q", name)
 }
 
-// describe is a refusal in sentences for a page (web.Describe).
-func describe(err error) string { return web.Describe(err) }
+// describe is a refusal in sentences for a page (web.Describe), naming
+// the forms' fields as the pages label them.
+func describe(err error) string { return web.DescribeLabelled(err, fieldLabels) }
+
+var fieldLabels = map[string]string{
+	"name": "The name", "redirect_uris": "Redirect URIs", "scopes": "Scopes", "overlap": "The overlap",
+	"current_password": "The password you typed as current", "password": "The new password",
+}

@@ -52,7 +52,11 @@ func Label(field string) string {
 // message, then one sentence per field message (fields in name order).
 // Pages that show field messages beside their fields use FieldErrors and
 // only the refusal's message.
-func Describe(err error) string {
+func Describe(err error) string { return DescribeLabelled(err, nil) }
+
+// DescribeLabelled is Describe naming the fields by labels (a field
+// without one by its name).
+func DescribeLabelled(err error, labels map[string]string) string {
 	var ae *apperr.Error
 	if !errors.As(err, &ae) {
 		return Sentence(err.Error())
@@ -67,8 +71,12 @@ func Describe(err error) string {
 	}
 	sort.Strings(names)
 	for _, f := range names {
+		l, ok := labels[f]
+		if !ok {
+			l = Label(f)
+		}
 		for _, m := range ae.Fields[f] {
-			parts = append(parts, FieldSentence(Label(f), m))
+			parts = append(parts, FieldSentence(l, m))
 		}
 	}
 	return strings.Join(parts, " ")
