@@ -349,7 +349,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 		return nil, err
 	}
 	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Audit: services.Audit, Logger: a.log, Policy: policy, EventTypes: eventTypes, Nav: nav})
+		Users: services.Users, Audit: services.Audit, Apps: a.oauth.Store(), Logger: a.log, Policy: policy, EventTypes: eventTypes, Nav: nav})
 	if err != nil {
 		return nil, err
 	}

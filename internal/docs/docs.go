@@ -49,9 +49,12 @@ const page = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>finsvc API reference</title>
 <link rel="icon" href="data:,">
-<style>body { margin: 0; padding: 0; }</style>
+<style>body { margin: 0; padding: 0; }
+.console { margin: 0; padding: .5rem 1rem; font: 14px/1.4 system-ui, sans-serif; background: #172033; color: #dbe4f3; }
+.console a { color: #fff; font-weight: 600; }</style>
 </head>
 <body>
+<p class="console" id="console-link"><a href="{{console}}">Open the tenant console</a>: webhooks and their deliveries, acts and users, for the signed-in people of an organization, on the organization's own address.</p>
 <redoc spec-url="{{spec}}" hide-download-button="false"></redoc>
 <script src="/docs/assets/redoc.standalone.js"></script>
 </body>
@@ -105,7 +108,9 @@ func Register(e *echo.Echo, serverURL string) {
 			return c.Blob(http.StatusOK, "application/yaml", doc)
 		})
 	}
-	html := strings.Replace(page, "{{spec}}", spec, 1)
+	// The console lives on a tenant's host: this instance's tenant when
+	// there is one, else the host the page is read on.
+	html := strings.NewReplacer("{{spec}}", spec, "{{console}}", strings.TrimRight(serverURL, "/")+"/console").Replace(page)
 	e.GET("/docs", func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("Content-Security-Policy", csp)

@@ -165,6 +165,26 @@ func TestDocsRenderInBrowser(t *testing.T) {
 			t.Errorf("operation %q not rendered; h2 texts:\n%s", s, text)
 		}
 	}
+	// The sidebar names each tag once.
+	menu, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(".menu-content > div > ul > li > label")).map(e => e.innerText.trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range menu {
+		if seen[m] {
+			t.Errorf("the sidebar names %q twice: %q", m, menu)
+		}
+		seen[m] = true
+	}
+	if !seen["Webhooks"] || len(menu) < 8 {
+		t.Errorf("sidebar: %q", menu)
+	}
+	// The page leads to the console.
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#console-link a").getAttribute("href")`))
+	if err != nil || href != "/console" {
+		t.Errorf("console link %q (%v)", href, err)
+	}
 	if strings.Count(text, "\n") < 30 {
 		t.Errorf("only %d operation headings rendered", strings.Count(text, "\n")+1)
 	}

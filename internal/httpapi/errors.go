@@ -210,7 +210,10 @@ func browserError(c echo.Context, status int, err error) web.Layout {
 	}
 	switch {
 	case status == http.StatusNotFound && d.Tenant == "":
-		d.Title, d.Message = "Unknown address", "No organization is served at this address. Check the link you followed."
+		// "/" of this host is this page again: the way on is the
+		// service's reference, which answers on any host.
+		d.Title, d.Message = "Unknown address", "No organization is served at this address. Check the link you followed: an organization's address starts with its name."
+		d.Home, d.HomeLabel = "/docs", "Go to the finsvc API reference"
 	case status == http.StatusNotFound:
 		d.Title, d.Message = "Page not found", "There is no page at this address."
 	}

@@ -2,12 +2,10 @@ package oauth
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -230,12 +228,16 @@ func (s *Service) handleLoginPage(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	ctx := c.Request().Context()
-	msg := ""
+	msg, notice := "", ""
 	if c.QueryParam("expired") == "1" {
 		msg = msgSessionExpired
 	}
+	if c.QueryParam("signed_out") == "1" {
+		notice = "You are signed out."
+	}
 	return s.render(c, http.StatusOK, "login", &page{
 		Layout: web.Layout{Title: "Sign in", Message: msg},
+		Notice: notice,
 		Next:   next,
 		CSRF:   s.csrfToken(ctx, s.csrfSeed(c), "login", ""),
 	})
@@ -309,7 +311,9 @@ func (s *Service) handleLogout(c echo.Context) error {
 	if err := s.endSession(c); err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/login")
+	// The sign-in page says so (it is shown only to a browser without a
+	// session, so the words are true whoever follows the link).
+	return c.Redirect(http.StatusSeeOther, "/login?signed_out=1")
 }
 
 // requireUser returns the signed-in user, or writes a redirect to the
@@ -337,11 +341,8 @@ func (s *Service) requireAdmin(c echo.Context) (*users.User, bool, error) {
 	}
 	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
 	if err := s.policy.PermitRole(p, pageManageApps); err != nil {
-		msg := "You may not manage developer apps."
-		if ae := (*apperr.Error)(nil); errors.As(err, &ae) {
-			msg = ae.Message
-		}
-		return u, false, s.errorPage(c, http.StatusForbidden, "Forbidden", msg)
+		d := web.Forbidden(err)
+		return u, false, s.errorPage(c, http.StatusForbidden, d.Title, d.Message)
 	}
 	return u, true, nil
 }
@@ -407,9 +408,9 @@ func (s *Service) handleCreateApp(c echo.Context) error {
 		// ValidateApp gives a scope-less app every scope (the CLI's
 		// default); the form asks for a choice instead, besides what
 		// ValidateApp finds wrong with the rest.
-		msg := "scopes: check at least one scope"
+		msg := "Check at least one scope."
 		if _, _, _, err := ValidateApp(name, uris, nil); apperr.Is(err, apperr.Invalid) {
-			msg = describe(err) + "; " + msg
+			msg = describe(err) + " " + msg
 		}
 		return s.appsPage(c, u, http.StatusBadRequest, msg, nil)
 	}
@@ -587,18 +588,11 @@ func fieldLabel(name string) string {
 	return fmt.Sprintf("The field %q", name)
 }
 
-// describe flattens an apperr with field messages for a page.
-func describe(err error) string {
-	var ae *apperr.Error
-	if !errors.As(err, &ae) || len(ae.Fields) == 0 {
-		return err.Error()
-	}
-	var parts []string
-	for f, msgs := range ae.Fields {
-		for _, m := range msgs {
-			parts = append(parts, f+": "+m)
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, "; ")
+// describe is a refusal in sentences for a page (web.Describe), naming
+// the forms' fields as the pages label them.
+func describe(err error) string { return web.DescribeLabelled(err, fieldLabels) }
+
+var fieldLabels = map[string]string{
+	"name": "The name", "redirect_uris": "Redirect URIs", "scopes": "Scopes", "overlap": "The overlap",
+	"current_password": "The password you typed as current", "password": "The new password",
 }

@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -107,4 +108,9 @@ func TestBrowserPages(t *testing.T) {
 		t.Fatalf("unknown host: %q", got)
 	}
 	b.Shoot("unknown-host")
+	// Its way on is a page that answers, not this one again.
+	b.Submit("#home")
+	if b.Status() != http.StatusOK || b.Path() != "/docs" {
+		t.Fatalf("home link of an unknown host: %d %s", b.Status(), b.Path())
+	}
 }

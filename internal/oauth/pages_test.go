@@ -136,7 +136,7 @@ func TestDeveloperApps(t *testing.T) {
 		m := s.org(t, "members", "member")
 		mc := m.browser(t)
 		m.login(t, mc)
-		if p := do(t, mc, "GET", m.Server.URL+"/developer/my-apps", nil); p.Code != http.StatusForbidden || !strings.Contains(p.Body, "role member may not manage developer apps") {
+		if p := do(t, mc, "GET", m.Server.URL+"/developer/my-apps", nil); p.Code != http.StatusForbidden || !strings.Contains(p.Body, "Role member may not manage developer apps.") {
 			t.Fatalf("member: %d %s", p.Code, p.Body)
 		}
 	})

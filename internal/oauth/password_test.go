@@ -93,7 +93,7 @@ func TestChangePassword(t *testing.T) {
 			}
 			return do(t, a, "POST", base+"/account/password", url.Values{"csrf_token": {csrfOf(t, form.Body)}, "current_password": {current}, "password": {pw}, "password_confirm": {pw}})
 		}
-		if p := change("not my password at all", "blue kettle on a quiet harbor"); p.Code != http.StatusBadRequest || !strings.Contains(p.Body, "current_password: is not your current password") {
+		if p := change("not my password at all", "blue kettle on a quiet harbor"); p.Code != http.StatusBadRequest || !strings.Contains(p.Body, "The password you typed as current is not your current password.") {
 			t.Fatalf("wrong current password: %d", p.Code)
 		}
 		if p := change(testPassword, "password1234"); p.Code != http.StatusBadRequest || !strings.Contains(p.Body, "commonly used password") {

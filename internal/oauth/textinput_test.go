@@ -46,7 +46,8 @@ func TestTextInputForms(t *testing.T) {
 					form := url.Values{"csrf_token": {csrf}, "name": {"Ledger"}, "redirect_uris": {"https://ledger.example.com/cb"}}
 					form.Set(field, form.Get(field)+bad)
 					res := do(t, c, "POST", o.Server.URL+"/developer/my-apps", form)
-					if res.Code != http.StatusBadRequest || !strings.Contains(res.Body, field+": ") || !strings.Contains(res.Body, textinput.Message) {
+					label := map[string]string{"name": "The name ", "redirect_uris": "&#34;https://ledger.example.com/cb"}[field]
+					if res.Code != http.StatusBadRequest || !strings.Contains(res.Body, label) || !strings.Contains(res.Body, textinput.Message) {
 						t.Fatalf("app with bad %s: %d %s", field, res.Code, res.Body)
 					}
 				}

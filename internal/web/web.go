@@ -152,6 +152,10 @@ type Layout struct {
 	Message    string    // an error banner
 	Details    string
 	Confirm    *Confirmation // the "confirm" page's question
+	// Home and HomeLabel are the error page's way on ("/" and "Go to the
+	// start page" when empty): a host that serves no organization has no
+	// start page of its own.
+	Home, HomeLabel string
 }
 
 // Destructive actions ask first, without JavaScript, in the console and on

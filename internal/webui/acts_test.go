@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/internal/acts/actstest"
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/fieldtype"
+	"github.com/finsvc/finsvc/internal/oauth/store"
 	"github.com/finsvc/finsvc/internal/templates"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
@@ -29,6 +31,13 @@ func fetchedAct(t *testing.T, env *apitest.Env, o *org) models.Act {
 		actstest.F{Key: "note", Type: "text", Source: templates.SourceManual},
 	)
 	actstest.Webhook(t, env.DB, o.Ctx, o.member.id, outbox.ActFetchData, "https://integration.example.com/hook")
+	// The app of the test tokens (apitest's "test-app"), registered so
+	// that the act page can name it.
+	now := time.Now()
+	if err := env.DB.Create(&store.Client{TenantID: o.Tenant.ID, ID: "test-app", Name: "Ledger sync", SecretHash: "-", RedirectURIs: "[]",
+		CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+		t.Fatal(err)
+	}
 	var a models.Act
 	o.Do("POST", "/api/1.0/acts", o.member.token, map[string]any{"client_id": cl.ID, "template_id": tpl.ID, "title": "Review <2026>"}).
 		Status(t, http.StatusCreated).Decode(t, &a)
@@ -59,6 +68,19 @@ func TestActPagesRoles(t *testing.T) {
 			r := viewer.do("GET", path, nil)
 			if r.code != 200 || !strings.Contains(r.body, "no rating agency answer") || !strings.Contains(r.body, "Review &lt;2026&gt;") {
 				t.Fatalf("viewer: %d", r.code)
+			}
+			// Words for the codes, and people and apps by name.
+			for _, w := range []string{"<td>Act created</td>", "<td>Fetch requested</td>", "<td>Value accepted</td>", "<td>Fetch failed</td>",
+				"<td>External data</td>", "<td>Entered by hand</td>", "<td>Test member (member@acme.example.com)</td>",
+				"<td>The app &#34;Ledger sync&#34; for Test member (member@acme.example.com)</td>"} {
+				if !strings.Contains(r.body, w) {
+					t.Errorf("act page lacks %s", w)
+				}
+			}
+			for _, code := range []string{"value_accepted", "external_data", "test-app", ">user<", ">app<"} {
+				if strings.Contains(r.body, code) {
+					t.Errorf("act page shows the code %s", code)
+				}
 			}
 			for _, state := range []string{">accepted<", ">failed<", ">awaiting<"} {
 				if !strings.Contains(r.body, state) {

@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"html/template"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ type auditPage struct {
 	// The filters as typed (the form shows them again).
 	Actor, Action, TargetType, TargetID, From, Until string
 	// Older is the query of the next page back, "" on the last.
-	Older string
+	Older template.URL
 }
 
 // auditLog is the audit page (admins, as GET /audit-log): the same filters
@@ -82,7 +83,7 @@ func (cs *Console) auditLog(r *req) error {
 			}
 		}
 		v.Set("starting_after", strconv.FormatInt(rows[len(rows)-1].ID, 10))
-		p.Older = v.Encode()
+		p.Older = template.URL(v.Encode())
 	}
 	return cs.show(r, "audit", &view{Layout: web.Layout{Title: "Audit log", Nav: "audit", Message: msg}, Page: p})
 }

@@ -12,9 +12,14 @@ type usersPage struct {
 	Users []users.User
 	Pager pager
 	Roles []string
-	// The form as sent, when it was refused.
+	// The form as sent, when it was refused, and one sentence beside
+	// each refused field.
 	Email, Name, Role string
+	Errors            map[string]string
 }
+
+// userLabels name the add-user form's fields in its messages.
+var userLabels = map[string]string{"email": "The email", "name": "The name", "role": "The role", "password": "The password"}
 
 var roleChoices = []string{"viewer", "member", "admin"}
 
@@ -40,6 +45,10 @@ func (cs *Console) usersView(r *req, msg string, p *usersPage) error {
 // rule, a taken email) on the list, keeping what was typed but passwords.
 func (cs *Console) usersRefused(r *req, err error, p *usersPage) error {
 	if apperr.Is(err, apperr.Invalid) || apperr.Is(err, apperr.Conflict) || apperr.Is(err, apperr.Unprocessable) {
+		if p.Errors = web.FieldErrors(err, userLabels); p.Errors != nil && p.Email != "" {
+			// The add-user form: each sentence beside its field.
+			return cs.usersView(r, "The user was not added: see the message beside the field.", p)
+		}
 		return cs.usersView(r, describe(err), p)
 	}
 	return err

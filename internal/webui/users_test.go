@@ -51,6 +51,9 @@ func TestUserPages(t *testing.T) {
 			if r.code != http.StatusBadRequest || !strings.Contains(r.body, `id="error"`) {
 				t.Fatalf("demote the last admin: %d", r.code)
 			}
+			if m := regexp.MustCompile(`id="error">([^<]*)<`).FindStringSubmatch(r.body); m == nil || !strings.HasSuffix(m[1], ".") || strings.Contains(m[1], ": ") {
+				t.Errorf("the refusal is not in sentences: %q", m)
+			}
 			if u := acme.user(t, acme.admin.id); u.Role != "admin" {
 				t.Fatalf("the last admin became %s", u.Role)
 			}
@@ -89,17 +92,26 @@ func TestUserPagePasswordPolicy(t *testing.T) {
 				return url.Values{"csrf_token": {tok}, "email": {"kari.nordmann@acme.example.com"}, "role": {"member"}, "password": {pw}}
 			}
 			for _, tc := range []struct{ password, why string }{
-				{"password", "password: must be at least 12 characters"},
-				{"12345678", "password: must be at least 12 characters"},
-				{"        ", "password: must be at least 12 characters"},
-				{"password1234", "password: is a commonly used password"},
-				{"Qwerty123456", "password: is a commonly used password"},
+				{"password", `id="password-error">The password must be at least 12 characters`},
+				{"12345678", `id="password-error">The password must be at least 12 characters`},
+				{"        ", `id="password-error">The password must be at least 12 characters`},
+				{"password1234", `id="password-error">The password is a commonly used password (`},
+				{"Qwerty123456", `id="password-error">The password is a commonly used password (`},
 				{"acme-acme-2024", "organization's name"},
 			} {
 				r := admin.do("POST", "/console/users", form(tc.password))
-				if body := html.UnescapeString(r.body); r.code != http.StatusBadRequest || !strings.Contains(body, tc.why) {
-					t.Errorf("%q: %d, want 400 saying %q", tc.password, r.code, tc.why)
+				if body := html.UnescapeString(r.body); r.code != http.StatusBadRequest || !strings.Contains(body, tc.why) ||
+					!strings.Contains(body, "The user was not added: see the message beside the field.") {
+					t.Errorf("%q: %d, want 400 saying %q beside the field", tc.password, r.code, tc.why)
 				}
+			}
+			// A taken email: one sentence beside the field, no run-on.
+			taken := form("cantaloupe in a red wheelbarrow")
+			taken.Set("email", acme.viewer.email)
+			r := admin.do("POST", "/console/users", taken)
+			if body := html.UnescapeString(r.body); r.code != http.StatusBadRequest || !strings.Contains(body, `id="email-error">The email is already registered.</p>`) ||
+				strings.Contains(body, "already exists") || !strings.Contains(body, `value="`+acme.viewer.email+`"`) {
+				t.Errorf("a taken email: %d %s", r.code, body)
 			}
 			var list models.UserList
 			acme.Do("GET", "/api/1.0/users", acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &list)

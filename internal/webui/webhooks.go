@@ -361,8 +361,7 @@ func (cs *Console) redeliver(r *req) error {
 // permitOr403 is the policy's role rule for the operation; the registry
 // asks the policy too, this names the refusal on the page.
 func (cs *Console) permitOr403(r *req, operationID string) error {
-	if !r.permit(operationID) {
-		return apperr.E(apperr.Forbidden, "Your role ("+r.user.Role+") cannot do this.")
-	}
-	return nil
+	// The policy's own words for the refusal, as on the developer pages
+	// (web.Forbidden).
+	return r.pol.PermitRole(r.p, operationID)
 }

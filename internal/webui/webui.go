@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -61,6 +60,9 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Policy is the operation policy the pages ask, the API's.
 	Policy *auth.Policy
+	// Apps names the apps that changed an act (optional: without it an
+	// app is "a deleted app").
+	Apps Apps
 	// EventTypes describe the event kinds on the create form (optional).
 	EventTypes []EventType
 	// Nav is the whole navigation (Nav and the other pages' entries,
@@ -129,7 +131,7 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/webhooks/:id/delete", h(cs.confirmed(cs.askDelete, cs.deleteWebhook)))
 	e.GET("/console/webhooks/:id/deliveries/:delivery", h(cs.delivery))
 	e.POST("/console/webhooks/:id/deliveries/:delivery/redeliver", h(cs.post(cs.redeliver)))
-	e.GET("/console/acts", h(cs.actsLookup))
+	e.GET("/console/acts", h(cs.actsList))
 	e.GET("/console/acts/:uuid", h(cs.act))
 	e.GET("/console/users", h(cs.users))
 	e.GET("/console/audit", h(cs.auditLog))
@@ -220,7 +222,8 @@ func (cs *Console) fail(c echo.Context, u *users.User, err error) error {
 	case apperr.Is(err, apperr.NotFound):
 		return cs.errorPage(c, u, http.StatusNotFound, "Not found", "There is nothing here, or you cannot see it.")
 	case apperr.Is(err, apperr.Forbidden):
-		return cs.errorPage(c, u, http.StatusForbidden, "Not allowed", describe(err))
+		d := web.Forbidden(err)
+		return cs.errorPage(c, u, http.StatusForbidden, d.Title, d.Message)
 	}
 	cs.d.Logger.ErrorContext(c.Request().Context(), "webui: request failed", "path", c.Path(), "error", err)
 	return cs.errorPage(c, u, http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later.")
@@ -314,21 +317,5 @@ func idParam(c echo.Context, name string) (int64, error) {
 	return id, nil
 }
 
-// describe flattens an apperr with field messages for a banner.
-func describe(err error) string {
-	var ae *apperr.Error
-	if !errors.As(err, &ae) {
-		return err.Error()
-	}
-	if len(ae.Fields) == 0 {
-		return ae.Message
-	}
-	var parts []string
-	for f, msgs := range ae.Fields {
-		for _, m := range msgs {
-			parts = append(parts, f+": "+m)
-		}
-	}
-	sort.Strings(parts)
-	return strings.TrimSpace(ae.Message + " " + strings.Join(parts, "; "))
-}
+// describe is a refusal in sentences for a banner (web.Describe).
+func describe(err error) string { return web.Describe(err) }

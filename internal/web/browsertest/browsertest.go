@@ -1,12 +1,25 @@
 // Package browsertest drives Debian's Chromium (headless, through chromedp)
 // for the page tests: it finds the binary (skipping on a developer machine
 // without one, failing in CI), records every console error, uncaught
-// exception and failed or refused load, and takes screenshots at the two
-// widths the pages are made for.
+// exception and failed or refused load, and checks each page it is shown
+// (Shoot) at the two widths the pages are made for: labels, width, and
+// axe-core's accessibility rules, with a screenshot of each.
+//
+// axe-core is vendored from npm (axe-core@4.14.1, axe.min.js, MPL-2.0,
+// licence files beside it in assets/), like the /docs page's Redoc: no
+// test loads anything from the network. To update it: `npm pack
+// axe-core@4`, copy axe.min.js, LICENSE (as AXE-LICENSE) and
+// LICENSE-3RD-PARTY.txt (as AXE-LICENSE-3RD-PARTY.txt) into assets/, and
+// note the version here and in assets/VERSION.
+//
+// Screenshots go to the test's temporary directory, or, with
+// FINSVC_SCREENSHOT_DIR set (an absolute path; the repository ignores
+// /screenshots/), to a folder per test there, kept after the run.
 package browsertest
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -303,13 +316,41 @@ const checkPage = `(() => {
   return bad;
 })()`
 
-// Shoot checks the current page at 1280×800 and at 390×844 (a phone) and
-// saves a screenshot of each into the test's temp dir as name-<width>.png.
+//go:embed assets/axe.min.js
+var axeSource string
+
+// axeRun runs every axe-core rule of WCAG 2.x A and AA and the best
+// practices on the page and returns one line per violation, naming up to
+// five of the elements at fault.
+const axeRun = `(async () => {
+  const r = await axe.run(document, {resultTypes: ['violations']});
+  return r.violations.map(v => 'axe ' + v.id + ' (' + v.impact + '): ' + v.help + ' at ' +
+    v.nodes.slice(0, 5).map(n => n.target.join(' ')).join(', '));
+})()`
+
+// Axe runs axe-core on the current page (loading it into the page first,
+// through the DevTools protocol, which the page's CSP does not govern)
+// and returns its violations.
+func (b *Browser) Axe() []string {
+	b.t.Helper()
+	if !Eval[bool](b, "typeof axe !== 'undefined'") {
+		Eval[bool](b, axeSource+";\ntrue")
+	}
+	v, err := chromedp.Run(b.Ctx, chromedp.Evaluate[[]string](axeRun, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("browser: axe: %v", err)
+	}
+	return v
+}
+
+// Shoot checks the current page at 1280×800 and at 390×844 (a phone):
+// every control labelled, nothing wider than the window, and 0 axe-core
+// violations; it saves a screenshot of each as name-<width>.png.
 func (b *Browser) Shoot(name string) {
 	b.t.Helper()
 	for _, size := range [][2]int64{{1280, 800}, {390, 844}} {
 		b.Do(fmt.Sprintf("viewport %d px", size[0]), chromedp.EmulateViewport(size[0], size[1]))
-		bad := Eval[[]string](b, checkPage)
+		bad := append(Eval[[]string](b, checkPage), b.Axe()...)
 		buf, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100) /* 100: PNG */)
 		if err != nil {
 			b.t.Fatalf("browser: screenshot %s at %d px: %v", name, size[0], err)
