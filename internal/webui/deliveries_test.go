@@ -21,8 +21,8 @@ import (
 
 var logRowRE = regexp.MustCompile(`<tr data-id="([0-9a-f-]{36})">`)
 
-// listed are the delivery ids of the log's table on a page, in order.
-func listed(body string) []string {
+// listedDeliveries are the delivery ids of the log's table on a page, in order.
+func listedDeliveries(body string) []string {
 	var out []string
 	for _, m := range logRowRE.FindAllStringSubmatch(body, -1) {
 		out = append(out, m[1])
@@ -94,7 +94,7 @@ func TestDeliveryLogFilters(t *testing.T) {
 				t.Fatalf("unknown test type: %d", r.code)
 			}
 			first := admin.do("GET", path, nil)
-			rows := listed(first.body)
+			rows := listedDeliveries(first.body)
 			if first.code != http.StatusOK || len(rows) != 25 || strings.Contains(first.body, `id="newer"`) {
 				t.Fatalf("first page: %d, %d rows", first.code, len(rows))
 			}
@@ -103,7 +103,7 @@ func TestDeliveryLogFilters(t *testing.T) {
 				t.Fatal("no link to older deliveries")
 			}
 			second := admin.do("GET", path+html.UnescapeString(older[1]), nil)
-			rest := listed(second.body)
+			rest := listedDeliveries(second.body)
 			if second.code != http.StatusOK || len(rest) != 2 || strings.Contains(second.body, `id="older"`) || !strings.Contains(second.body, `id="newer"`) {
 				t.Fatalf("second page: %d, %v", second.code, rest)
 			}
@@ -125,7 +125,7 @@ func TestDeliveryLogFilters(t *testing.T) {
 				"?from=2000-01-01T00:00&to=2000-01-02T00:00": nil,
 			} {
 				r := admin.do("GET", path+q, nil)
-				if got := listed(r.body); r.code != http.StatusOK || fmt.Sprint(got) != fmt.Sprint(want) {
+				if got := listedDeliveries(r.body); r.code != http.StatusOK || fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Errorf("%s: %d %v; want %v", q, r.code, got, want)
 				}
 				if want == nil && !strings.Contains(r.body, "No delivery matches the filter.") {
@@ -134,8 +134,8 @@ func TestDeliveryLogFilters(t *testing.T) {
 			}
 			// From now on (to the minute) the range holds them all, paged.
 			from := time.Now().UTC().Add(-time.Hour).Format("2006-01-02T15:04")
-			if r := admin.do("GET", path+"?from="+from, nil); len(listed(r.body)) != 25 || !strings.Contains(r.body, "from="+url.QueryEscape(from)) {
-				t.Errorf("a range: %d rows, or the older link drops the filter", len(listed(r.body)))
+			if r := admin.do("GET", path+"?from="+from, nil); len(listedDeliveries(r.body)) != 25 || !strings.Contains(r.body, "from="+url.QueryEscape(from)) {
+				t.Errorf("a range: %d rows, or the older link drops the filter", len(listedDeliveries(r.body)))
 			}
 
 			// Bad input: a sentence beside the field, 400, nothing listed.
@@ -149,7 +149,7 @@ func TestDeliveryLogFilters(t *testing.T) {
 				"?after=" + created + "&before=" + failed:     `id="page-error">This page link is broken`,
 			} {
 				r := admin.do("GET", path+q, nil)
-				if r.code != http.StatusBadRequest || !strings.Contains(r.body, want) || len(listed(r.body)) != 0 ||
+				if r.code != http.StatusBadRequest || !strings.Contains(r.body, want) || len(listedDeliveries(r.body)) != 0 ||
 					!strings.Contains(r.body, "The deliveries were not filtered") {
 					t.Errorf("%s: %d; want 400 with %q", q, r.code, want)
 				}
@@ -168,8 +168,8 @@ func TestDeliveryLogFilters(t *testing.T) {
 			if r := member.do("POST", ownPath+"/test", url.Values{"csrf_token": {csrf(t, p.body)}}); r.code != http.StatusSeeOther {
 				t.Fatalf("member test: %d", r.code)
 			}
-			if r := member.do("GET", ownPath+"?event=webhook.test", nil); r.code != http.StatusOK || len(listed(r.body)) != 1 {
-				t.Fatalf("member, own log: %d %d", r.code, len(listed(r.body)))
+			if r := member.do("GET", ownPath+"?event=webhook.test", nil); r.code != http.StatusOK || len(listedDeliveries(r.body)) != 1 {
+				t.Fatalf("member, own log: %d %d", r.code, len(listedDeliveries(r.body)))
 			}
 			if r := member.do("GET", ownPath+"?after="+created, nil); r.code != http.StatusBadRequest {
 				t.Fatalf("member, another log's delivery as the cursor: %d", r.code)
