@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
@@ -99,4 +100,42 @@ func mustUUID(t *testing.T, s string) uuid.UUID {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// A test event of a real kind (example data sent to one endpoint from the
+// console) is queued for that endpoint like any event, but the events API
+// never offers it: an integrator reconciling from GET /events must not
+// process data that describes nothing that happened. A webhook.test event
+// stays listed to those who may see its registration.
+func TestExampleEventsAreNotListed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newFixture(t, d)
+		hook := f.webhook(outbox.ActUpdated, "https://example.com/h", true, f.userID)
+		var example, test string
+		if err := d.Tx(f.ctx, func(tx *gorm.DB) error {
+			var err error
+			if example, err = outbox.EmitExampleTo(f.ctx, tx, hook, f.userID, outbox.ActUpdated, map[string]any{"uuid": "x"}, tx.NowFunc()); err != nil {
+				return err
+			}
+			test, err = outbox.EmitTo(f.ctx, tx, hook, f.userID, map[string]any{"webhook_id": hook}, tx.NowFunc())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var queued int64
+		if err := d.Table("deliveries").Where("id IN ?", []string{example, test}).Count(&queued).Error; err != nil || queued != 2 {
+			t.Fatalf("queued %d of the two deliveries: %v", queued, err)
+		}
+		all, _, err := outbox.ListEvents(f.ctx, d.DB, outbox.EventFilter{})
+		if err != nil || len(all) != 1 || all[0].Kind != outbox.WebhookTest {
+			t.Fatalf("listed %+v, %v; want the webhook.test event alone", all, err)
+		}
+		var exampleEvent string
+		if err := d.Table("deliveries").Select("event_id").Where("id = ?", example).Scan(&exampleEvent).Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := outbox.GetEvent(f.ctx, d.DB, uuid.MustParse(exampleEvent), nil); !apperr.Is(err, apperr.NotFound) {
+			t.Fatalf("GET /events/{id} of the example: %v, want NotFound", err)
+		}
+	})
 }

@@ -55,6 +55,9 @@ type Event struct {
 	Data       any // marshalled as the envelope's data object
 	// ExpiresAt, when set, ends retries (act.fetch_data: the request's deadline).
 	ExpiresAt *time.Time
+	// Example marks example data sent to test an endpoint (EmitExampleTo):
+	// delivered like any event, never listed by the events API.
+	Example bool
 }
 
 // NotifyChannel is the PostgreSQL NOTIFY channel delivery workers LISTEN on.
@@ -190,7 +193,10 @@ func EmitExampleTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int6
 	if kind != WebhookTest && !ValidKind(kind) {
 		return "", fmt.Errorf("outbox: unknown event kind %q", kind)
 	}
-	evs, err := insertEvents(ctx, tx, []Event{{Kind: kind, OccurredAt: now, Data: data}}, ownerUserID)
+	// An example of a real kind describes nothing that happened: it is
+	// not numbered, so the events API (which lists numbered events only)
+	// never offers it to an integrator reconciling from it.
+	evs, err := insertEvents(ctx, tx, []Event{{Kind: kind, OccurredAt: now, Data: data, Example: kind != WebhookTest}}, ownerUserID)
 	if err != nil {
 		return "", err
 	}
@@ -246,12 +252,24 @@ func insertEvents(ctx context.Context, tx *gorm.DB, evs []Event, ownerUserID int
 		}
 		rows[i] = row
 	}
-	first, err := db.NextIDs(tx.WithContext(ctx), tid, SeqName, len(evs))
-	if err != nil {
-		return evs, fmt.Errorf("outbox: number %s event: %w", evs[0].Kind, err)
+	listed := 0
+	for i := range evs {
+		rows[i]["seq"] = nil
+		if !evs[i].Example {
+			listed++
+		}
 	}
-	for i := range rows {
-		rows[i]["seq"] = first + int64(i)
+	if listed > 0 {
+		next, err := db.NextIDs(tx.WithContext(ctx), tid, SeqName, listed)
+		if err != nil {
+			return evs, fmt.Errorf("outbox: number %s event: %w", evs[0].Kind, err)
+		}
+		for i := range rows {
+			if !evs[i].Example {
+				rows[i]["seq"] = next
+				next++
+			}
+		}
 	}
 	if err := tx.WithContext(ctx).Table("events").Create(rows).Error; err != nil {
 		return evs, fmt.Errorf("outbox: insert %s event: %w", evs[0].Kind, err)
