@@ -270,6 +270,11 @@ func TestBrowsersGetPages(t *testing.T) {
 			t.Errorf("%s%s: page without the frame refusal or the stylesheet", c.host, c.path)
 		}
 	}
+	// An unknown host's page leads on to a page that answers there, not
+	// to its own "/" (the same page again).
+	if body := string(send("nobody.localhost", "/", browser).Body); !strings.Contains(body, `<a href="/docs" id="home">`) {
+		t.Errorf("unknown host: no way on to /docs: %s", body)
+	}
 	// The stylesheet answers on any host, so that those pages are styled.
 	css := env.Do("nobody.localhost", "GET", "/assets/console.css", "", nil).Status(t, http.StatusOK)
 	if !strings.HasPrefix(css.Header.Get("Content-Type"), "text/css") || len(css.Body) < 100 {

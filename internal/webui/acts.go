@@ -167,7 +167,7 @@ func (cs *Console) actsList(r *req) error {
 	}
 	msg := ""
 	if len(p.Errors) > 0 {
-		msg = "Some filters were left out: see the messages beside them."
+		msg = "Part of what you asked for was left out: see the message beside it."
 	}
 	return cs.show(r, "acts", &view{Layout: web.Layout{Title: "Acts", Nav: "acts", Message: msg}, Page: p})
 }
