@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/counts"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
 
 // The scale benchmark's seeding writes the same rows on both dialects:
@@ -103,6 +105,75 @@ func TestSeedScale(t *testing.T) {
 		since, _ := time.Parse(time.RFC3339, sinceSeeded(200))
 		if n := count(`SELECT count(*) FROM clients WHERE tenant_id = ? AND updated_at > ?`, big.ID, since); n != 50 {
 			t.Errorf("%d clients updated after client 200, want 50", n)
+		}
+	})
+}
+
+// The events and audit log seeding (-only events) writes the same rows on
+// both dialects, after the rows already there: numbered as the service
+// numbers them, with the sequences past them, distinct version-4 event
+// ids, one kind, action and actor in 8, 20 and 50, and times that the
+// lists' filters compare as the API's parameters.
+func TestSeedEventsAndAudit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, tn := testdb.NewTenant(t, d, "big")
+		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		const evOff, auOff = 3, 5
+		for _, c := range []struct{ have, want int }{{0, 40}, {40, 160}} {
+			if err := seedEventsAndAudit(d, tn.ID, start, evOff, auOff, c.have, c.want); err != nil {
+				t.Fatalf("seed %d → %d: %v", c.have, c.want, err)
+			}
+		}
+		count := func(q string, args ...any) int64 {
+			t.Helper()
+			var n int64
+			if err := d.Raw(q, args...).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for _, c := range []struct{ q, seq string }{
+			{`SELECT count(DISTINCT seq) FROM events WHERE tenant_id = ? AND seq BETWEEN 4 AND 163`, "events.seq"},
+			{`SELECT count(DISTINCT id) FROM audit_log WHERE tenant_id = ? AND id BETWEEN 6 AND 165`, "audit_log"},
+		} {
+			if n := count(c.q, tn.ID); n != 160 {
+				t.Errorf("%s: %d rows numbered after the offset, want 160", c.seq, n)
+			}
+			next := count(`SELECT next_id FROM id_sequences WHERE tenant_id = ? AND name = ?`, tn.ID, c.seq)
+			if want := map[string]int64{"events.seq": evOff + 161, "audit_log": auOff + 161}[c.seq]; next != want {
+				t.Errorf("%s: next id %d, want %d", c.seq, next, want)
+			}
+		}
+		var ids []string
+		if err := d.Raw(`SELECT id FROM events WHERE tenant_id = ?`, tn.ID).Scan(&ids).Error; err != nil {
+			t.Fatal(err)
+		}
+		v4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if !v4.MatchString(id) || seen[id] {
+				t.Errorf("event id %q: not a distinct version-4 uuid", id)
+			}
+			seen[id] = true
+		}
+		// Through the stores the API lists with.
+		evs, _, err := outbox.ListEvents(ctx, d.DB, outbox.EventFilter{Kind: scaleEventKinds[1], Limit: 100})
+		if err != nil || len(evs) != 20 {
+			t.Fatalf("events of kind %s: %d, %v; want 20", scaleEventKinds[1], len(evs), err)
+		}
+		until := start.Add(100 * time.Second) // events and records 1…99
+		evs, _, err = outbox.ListEvents(ctx, d.DB, outbox.EventFilter{Until: &until, Limit: 200})
+		if err != nil || len(evs) != 99 || evs[0].Seq != evOff+99 {
+			t.Fatalf("events before g = 100: %d, %v; want 99, the newest numbered %d", len(evs), err, evOff+99)
+		}
+		recs, _, err := audit.List(ctx, d.DB, audit.Filter{Action: scaleAuditActions[2], Limit: 100})
+		if err != nil || len(recs) != 8 {
+			t.Fatalf("records of action %s: %d, %v; want 8", scaleAuditActions[2], len(recs), err)
+		}
+		user := int64(7)
+		recs, _, err = audit.List(ctx, d.DB, audit.Filter{ActorUserID: &user, Until: &until, Limit: 100})
+		if err != nil || len(recs) != 2 || recs[0].ID != auOff+56 {
+			t.Fatalf("records of user 7 before g = 100: %+v, %v; want g = 56 and 6", recs, err)
 		}
 	})
 }
