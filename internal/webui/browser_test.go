@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/finsvc/finsvc/gen/models"
+	"github.com/finsvc/finsvc/internal/acts/actstest"
+	"github.com/finsvc/finsvc/internal/templates"
 	"github.com/finsvc/finsvc/internal/web/browsertest"
 )
 
@@ -150,6 +152,7 @@ func TestBrowserActsAndUsers(t *testing.T) {
 
 	b, base := signIn(t, acme, acme.admin, "/console/acts")
 	b.Shoot("acts")
+	b.Do("scroll to the lookup", chromedp.ScrollIntoView(chromedp.CSS("#uuid")))
 	b.Fill("#uuid", a.Uuid.String())
 	b.Submit("#open")
 	if b.Path() != "/console/acts/"+a.Uuid.String() {
@@ -162,7 +165,7 @@ func TestBrowserActsAndUsers(t *testing.T) {
 	if n := b.Count(".request"); n != 1 {
 		t.Fatalf("%d requests shown", n)
 	}
-	if !strings.Contains(b.Text("#history"), "value_accepted") || !strings.Contains(b.Text("#history"), "fetch_failed") {
+	if h := b.Text("#history"); !strings.Contains(h, "Value accepted") || !strings.Contains(h, "Fetch failed") || strings.Contains(h, "value_accepted") {
 		t.Fatalf("history: %q", b.Text("#history"))
 	}
 	b.Shoot("act")
@@ -271,4 +274,109 @@ func TestBrowserCreateWebhook(t *testing.T) {
 		t.Fatalf("after redeliver: %q", b.Text("#notice"))
 	}
 	b.Shoot("delivery-redelivered")
+}
+
+// TestBrowserActsSearch, at 1280 and at 390 px: the acts list finds an act
+// by a word of its title and by the start of its client's name, a row's
+// client leads to that client's acts, the status filter narrows, and the
+// act opens from the list; the list pages by "Older acts" without losing
+// an act. Every page passes Shoot's checks (axe-core included).
+func TestBrowserActsSearch(t *testing.T) {
+	browsertest.Chromium(t)
+	env := newEnv(t)
+	acme := newOrg(t, env, "acme")
+	a := fetchedAct(t, env, acme) // "Review <2026>" of Acme AB
+	birch := actstest.Client(t, env.DB, acme.Ctx, "Birch Oy")
+	tpl := actstest.Template(t, env.DB, acme.Ctx, "Year end", actstest.F{Key: "note", Type: "text", Source: templates.SourceManual})
+	for i := range 26 {
+		acme.Do("POST", "/api/1.0/acts", acme.member.token, map[string]any{"client_id": birch.ID, "template_id": tpl.ID, "title": fmt.Sprintf("Closing %02d", i)}).
+			Status(t, http.StatusCreated)
+	}
+	for _, width := range []int64{1280, 390} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			b, _ := signIn(t, acme, acme.viewer, "/console/acts")
+			b.Do("viewport", chromedp.EmulateViewport(width, 844))
+			if n := b.Count("#acts tbody tr[data-uuid]"); n != 25 {
+				t.Fatalf("%d acts on the first page, want 25", n)
+			}
+			b.Submit("#older")
+			if n := b.Count("#acts tbody tr[data-uuid]"); n != 2 {
+				t.Fatalf("%d acts on the second page, want 2", n)
+			}
+			b.Fill("#q", "review")
+			b.Submit("#search")
+			if n := b.Count("#acts tbody tr[data-uuid]"); n != 1 || b.Text("#acts tbody a") != "Review <2026>" {
+				t.Fatalf("search by title: %d rows, %q", n, b.Text("#acts tbody a"))
+			}
+			b.Shoot("acts-search")
+			b.Fill("#q", "birch")
+			b.Submit("#search")
+			if n := b.Count("#acts tbody tr[data-uuid]"); n != 25 || b.Count("#older") != 1 {
+				t.Fatalf("search by client name: %d rows", n)
+			}
+			b.Fill("#q", "")
+			b.Submit("#search")
+			b.Submit("#acts tbody a.client")
+			if !strings.Contains(b.Text("#client-filter"), "Birch Oy") || b.Count("#acts tbody tr[data-uuid]") != 25 {
+				t.Fatalf("client filter: %q", b.Text("#client-filter"))
+			}
+			b.Shoot("acts-client")
+			b.Submit("#client-clear")
+			b.Do("status final", chromedp.SetValue(chromedp.CSS("#status"), "final"))
+			b.Submit("#search")
+			if b.Text("#no-acts") != "No act matches." {
+				t.Fatalf("no final acts: %q", b.Text("#no-acts"))
+			}
+			b.Submit("#clear")
+			b.Fill("#q", "review")
+			b.Keys("\r", true)
+			b.Submit("#acts tbody td a")
+			if b.Path() != "/console/acts/"+a.Uuid.String() {
+				t.Fatalf("opened %s", b.Path())
+			}
+		})
+	}
+}
+
+// TestBrowserConsoleTour shows every console page not shown by the flows
+// above to Shoot (at 1280 and 390 px, axe-core included): the audit log,
+// the refusal of a role and an unknown page, the developer and account
+// pages, the password page, and the sign-in page after signing out, which
+// says so.
+func TestBrowserConsoleTour(t *testing.T) {
+	browsertest.Chromium(t)
+	env := newEnv(t)
+	acme := newOrg(t, env, "acme")
+	b, base := signIn(t, acme, acme.admin, "/console/audit")
+	if b.Count("#audit tbody tr[data-id]") == 0 {
+		t.Fatal("no audit records")
+	}
+	b.Shoot("audit")
+	b.Open(base + "/developer/my-apps")
+	b.Shoot("developer-apps")
+	b.Open(base + "/account/apps")
+	b.Shoot("authorized-apps")
+	b.OpenStatus(base+"/console/nothing-here", http.StatusNotFound)
+	b.Shoot("not-found")
+	b.Open(base + "/account/password")
+	b.Shoot("password")
+	b.Submit("#logout")
+	if b.Path() != "/login?signed_out=1" || b.Text("#notice") != "You are signed out." {
+		t.Fatalf("after signing out: %s %q", b.Path(), b.Text("#notice"))
+	}
+	b.Shoot("signed-out")
+
+	// The refusal of a role reads the same in the console and on the
+	// developer pages.
+	v, _ := signIn(t, acme, acme.viewer, "/console/acts")
+	var titles, messages []string
+	for _, path := range []string{"/console/users", "/developer/my-apps"} {
+		v.OpenStatus(base+path, http.StatusForbidden)
+		titles = append(titles, v.Text("h1"))
+		messages = append(messages, v.Text("#error"))
+		v.Shoot("forbidden" + strings.ReplaceAll(path, "/", "-"))
+	}
+	if titles[0] != "Not allowed" || titles[1] != titles[0] || !strings.HasPrefix(messages[0], "Role viewer may not ") || !strings.HasPrefix(messages[1], "Role viewer may not ") {
+		t.Fatalf("403 pages: %q %q", titles, messages)
+	}
 }

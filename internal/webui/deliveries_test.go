@@ -84,11 +84,16 @@ func TestDeliveryLogFilters(t *testing.T) {
 				t.Fatalf("after the act.created test: %d, %+v", len(ds), ds[0])
 			}
 			created := ds[0].Id.String()
-			var ev map[string]any
-			acme.Do("GET", "/api/1.0/events/"+ds[0].EventId.String(), acme.admin.token, nil).Status(t, http.StatusOK).Decode(t, &ev)
-			if !strings.Contains(string(mustJSON(t, ev)), "Annual credit review") {
-				t.Fatalf("the act.created test does not carry the catalog's example: %s", mustJSON(t, ev))
+			var payload string
+			if err := env.DB.Table("events").Select("payload").Where("id = ?", ds[0].EventId.String()).Scan(&payload).Error; err != nil {
+				t.Fatal(err)
 			}
+			if !strings.Contains(payload, "Annual credit review") {
+				t.Fatalf("the act.created test does not carry the catalog's example: %s", payload)
+			}
+			// Example data describes nothing that happened: the events API
+			// does not offer it (TestExampleEventsAreNotListed).
+			acme.Do("GET", "/api/1.0/events/"+ds[0].EventId.String(), acme.admin.token, nil).Status(t, http.StatusNotFound)
 			r = admin.do("POST", path+"/test", url.Values{"csrf_token": {csrf(t, page.body)}, "event": {"act.exploded"}})
 			if r.code != http.StatusBadRequest || !strings.Contains(r.body, "The event type is unknown.") {
 				t.Fatalf("unknown test type: %d", r.code)
