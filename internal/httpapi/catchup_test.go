@@ -67,7 +67,12 @@ func TestCatchingUpAsTheREADMESays(t *testing.T) {
 	script := catchUpScript(t)
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the README's recipe needs %s: %v", tool, err)
+			// CI installs them (.ci/run); a fresh machine's go test ./...
+			// must pass without them.
+			if os.Getenv("CI") != "" {
+				t.Fatalf("the README's recipe needs %s: %v", tool, err)
+			}
+			t.Skipf("the README's recipe needs %s, which this machine lacks: %v", tool, err)
 		}
 	}
 	for _, dialect := range testdb.Dialects() {
