@@ -2,7 +2,6 @@ package webui_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -257,14 +256,3 @@ func TestEndpointHealthPage(t *testing.T) {
 		})
 	}
 }
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := jsonMarshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-var jsonMarshal = json.Marshal
