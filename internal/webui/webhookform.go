@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/finsvc/finsvc/internal/apperr"
@@ -52,7 +51,8 @@ type fieldErrors map[string]string
 
 // fieldsOf turns a refusal's field messages into one sentence per field
 // (its first message, as a sentence); the rest of the refusal is the
-// page's banner.
+// page's banner. Unlike web.FieldErrors it does not prefix the field's
+// label: these forms' messages are written to stand beside their field.
 func fieldsOf(err error) fieldErrors {
 	var ae *apperr.Error
 	if !errors.As(err, &ae) || len(ae.Fields) == 0 {
@@ -61,23 +61,10 @@ func fieldsOf(err error) fieldErrors {
 	fe := fieldErrors{}
 	for f, msgs := range ae.Fields {
 		if len(msgs) > 0 {
-			fe[f] = sentence(msgs[0])
+			fe[f] = web.Sentence(msgs[0])
 		}
 	}
 	return fe
-}
-
-// sentence capitalises m and ends it with a full stop.
-func sentence(m string) string {
-	m = strings.TrimSpace(m)
-	if m == "" {
-		return m
-	}
-	m = strings.ToUpper(m[:1]) + m[1:]
-	if !strings.HasSuffix(m, ".") {
-		m += "."
-	}
-	return m
 }
 
 func (cs *Console) newWebhook(r *req) error {
