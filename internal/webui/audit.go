@@ -23,6 +23,12 @@ type auditPage struct {
 	Older template.URL
 }
 
+// auditLabels name the filters as the form labels them, for the banner's
+// sentences ("The actor must be a user id.", not the query parameter).
+var auditLabels = map[string]string{
+	"actor_user_id": "The actor", "created_after": "From", "created_before": "Until", "starting_after": "The page",
+}
+
 // auditLog is the audit page (admins, as GET /audit-log): the same filters
 // as the API, newest first, paged back by record id.
 func (cs *Console) auditLog(r *req) error {
@@ -67,7 +73,7 @@ func (cs *Console) auditLog(r *req) error {
 	}
 	msg := ""
 	if err := fe.Err(apperr.Invalid, "The filters are invalid."); err != nil {
-		msg, f = describe(err), audit.Filter{Limit: auditPageSize}
+		msg, f = web.DescribeLabelled(err, auditLabels), audit.Filter{Limit: auditPageSize}
 	}
 	rows, more, err := cs.d.Audit.List(r.Request().Context(), f)
 	if err != nil {

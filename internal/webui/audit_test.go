@@ -44,9 +44,11 @@ func TestAuditPage(t *testing.T) {
 			if r.code != 200 || strings.Count(r.body, "<code>auth.sign_in</code>") != 2 { // the member's and the admin's, not the other tenant's
 				t.Fatalf("sign-ins: %d\n%s", r.code, r.body)
 			}
-			r = admin.do("GET", "/console/audit?created_after=not-a-time", nil)
-			if r.code != http.StatusBadRequest || !strings.Contains(r.body, "must be a date and time") {
-				t.Fatalf("a bad filter: %d", r.code)
+			// A bad filter is a sentence naming it as the form labels it.
+			r = admin.do("GET", "/console/audit?created_after=not-a-time&actor_user_id=x", nil)
+			if r.code != http.StatusBadRequest || !strings.Contains(r.body, "From must be a date and time.") ||
+				!strings.Contains(r.body, "The actor must be a user id.") || strings.Contains(r.body, "Actor_user_id") {
+				t.Fatalf("a bad filter: %d\n%s", r.code, r.body)
 			}
 		})
 	}
