@@ -29,10 +29,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -568,12 +568,7 @@ func exampleData(e openapi.Event) (json.RawMessage, error) {
 	if mt == nil || len(mt.Examples) == 0 {
 		return nil, nil
 	}
-	names := make([]string, 0, len(mt.Examples))
-	for n := range mt.Examples {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	ex := mt.Examples[names[0]]
+	ex := mt.Examples[slices.Sorted(maps.Keys(mt.Examples))[0]]
 	if ex == nil || ex.Value == nil {
 		return nil, nil
 	}

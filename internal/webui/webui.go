@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,7 +101,7 @@ func New(d Deps) (*Console, error) {
 	if len(d.Nav) == 0 {
 		d.Nav = Nav
 	}
-	if err := d.Policy.Require(append(operations, d.Nav.Operations()...)...); err != nil {
+	if err := d.Policy.Require(slices.Concat(operations, d.Nav.Operations())...); err != nil {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
 	t, err := web.Parse(templateFS, "templates/*.html")

@@ -12,6 +12,7 @@ import (
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/oauth/store"
 	"github.com/finsvc/finsvc/internal/templates"
+	"github.com/finsvc/finsvc/internal/web"
 )
 
 // The words people read for the codes the API sends (the HistoryKind and
@@ -39,13 +40,10 @@ var (
 	}
 )
 
-// words makes a phrase of a code: "value_accepted" → "Value accepted".
+// words makes a phrase of a code: "value_accepted" → "Value accepted"
+// (web.Label's rule, with dots as spaces too).
 func words(code string) string {
-	s := strings.TrimSpace(strings.NewReplacer("_", " ", ".", " ").Replace(code))
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
+	return web.Label(strings.TrimSpace(strings.NewReplacer("_", " ", ".", " ").Replace(code)))
 }
 
 func kindWords(k acts.HistoryKind) string {

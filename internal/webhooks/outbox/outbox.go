@@ -187,8 +187,8 @@ func EmitTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int64, data
 // EmitExampleTo is EmitTo for an event of kind (one of Kinds or
 // WebhookTest) with data, an example of that kind: a test of how the
 // registration's endpoint handles it, delivered to that registration
-// alone and listed, like a webhook.test event, only to those who may see
-// the registration.
+// alone. A webhook.test event is listed only to those who may see the
+// registration; an example of another kind is not listed at all.
 func EmitExampleTo(ctx context.Context, tx *gorm.DB, webhookID, ownerUserID int64, kind string, data any, now time.Time) (deliveryID string, err error) {
 	if kind != WebhookTest && !ValidKind(kind) {
 		return "", fmt.Errorf("outbox: unknown event kind %q", kind)
