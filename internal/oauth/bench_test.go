@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/apitest"
+	"github.com/finsvc/finsvc/internal/app"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/testdb"
@@ -65,7 +66,11 @@ func TestBearerIsOneQuery(t *testing.T) {
 func benchDialects(b *testing.B, fn func(b *testing.B, s *server)) {
 	for _, dialect := range testdb.Dialects() {
 		b.Run(dialect, func(b *testing.B) {
-			fn(b, newServer(b, serverOpt{opts: []apitest.Option{apitest.WithDB(testdb.Open(b, dialect))}}))
+			// Production's tenant resolver (tenants kept in memory), as a
+			// deployment runs it; the harness's default reads the tenant
+			// on every request.
+			d := testdb.Open(b, dialect)
+			fn(b, newServer(b, serverOpt{opts: []apitest.Option{apitest.WithDB(d), apitest.WithApp(app.WithTenants(tenant.NewStore(d)))}}))
 		})
 	}
 }

@@ -162,6 +162,9 @@ func (s *Service) handleToken(c echo.Context) error {
 		c.Response().Header().Set("WWW-Authenticate", `Basic realm="finsvc"`)
 		return writeOAuthError(c, http.StatusUnauthorized, oauthError{"invalid_client", "Client authentication is required: send client_id and client_secret in the body or by HTTP Basic auth."})
 	}
+	if r.PostForm.Get("grant_type") == "refresh_token" {
+		s.prefetchRefresh(r)
+	}
 	if done, err := s.chargeClient(c); done {
 		return err
 	}
@@ -245,6 +248,24 @@ func (s *Service) handleRevoke(c echo.Context) error {
 		return s.writeFositeError(c, err, r)
 	}
 	return c.NoContent(http.StatusOK)
+}
+
+// prefetchRefresh reads a refresh grant's client and token in one round
+// trip into the request's memo (store.PrefetchRefresh), where the client
+// authentication and the grant find them: three round trips per refresh
+// instead of four. The client id is taken as fosite takes it (Basic auth,
+// URL-encoded, else the form); anything odd is left to fosite to refuse.
+func (s *Service) prefetchRefresh(r *http.Request) {
+	id := r.PostForm.Get("client_id")
+	if user, _, ok := r.BasicAuth(); ok {
+		u, err := url.QueryUnescape(user)
+		if err != nil {
+			return
+		}
+		id = u
+	}
+	ctx := r.Context()
+	s.store.PrefetchRefresh(ctx, id, s.strategy.RefreshTokenSignature(ctx, r.PostForm.Get("refresh_token")))
 }
 
 // withClientMemo makes the request load its client once

@@ -304,17 +304,48 @@ func requestRow(ctx context.Context, table, signature string, r fosite.Requester
 	return row, nil
 }
 
+// requestReads are the reads of one request row by signature, per table,
+// written as SQL (tenant.Query) rather than built by GORM per request: the
+// refresh grant reads its token this way on every request, and outside a
+// transaction on PostgreSQL the read runs on pgx itself.
+var requestReads = func() map[string]tenant.Query {
+	m := map[string]tenant.Query{}
+	for _, t := range []string{tableCodes, tableAccess, tableRefresh, tablePKCE} {
+		m[t] = tenant.NewQuery("SELECT " + strings.Join(requestColumns, ", ") + " FROM " + t + " WHERE tenant_id = ? AND signature = ? LIMIT 1")
+	}
+	return m
+}()
+
+// prefetched is the row PrefetchRefresh read for a refresh token, outside a
+// transaction (a read in one must see the transaction's own state).
+func (s *Store) prefetched(ctx context.Context, table, signature string) (*request, bool) {
+	if table != tableRefresh || txOf(ctx) != nil {
+		return nil, false
+	}
+	memo, _ := ctx.Value(clientMemoKey{}).(*clientMemo)
+	return memo.takeRefresh(ctx, signature)
+}
+
 // get loads a request row and rebuilds the fosite request. It returns the
 // request even when the row is inactive (with errInactive), because fosite
 // needs its id to revoke the family.
 func (s *Store) get(ctx context.Context, table, signature string, session fosite.Session, errInactive error) (fosite.Requester, error) {
 	var row request
-	err := s.table(ctx, table).Where("signature = ?", signature).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, fosite.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("oauth store: get %s: %w", table, err)
+	if prefetched, ok := s.prefetched(ctx, table, signature); ok {
+		if prefetched == nil {
+			return nil, fosite.ErrNotFound
+		}
+		row = *prefetched
+	} else {
+		err := requestReads[table].One(ctx, s.conn(ctx), []any{signature},
+			&row.TenantID, &row.Signature, &row.RequestID, &row.RequestedAt, &row.ClientID, &row.UserID,
+			&row.Scopes, &row.GrantedScopes, &row.FormData, &row.SessionData, &row.ExpiresAt, &row.Active)
+		if errors.Is(err, db.ErrNoRows) {
+			return nil, fosite.ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("oauth store: get %s: %w", table, err)
+		}
 	}
 	client, err := s.Client(ctx, row.ClientID)
 	if err != nil {
@@ -560,19 +591,28 @@ const walFlushSQL = "SELECT txid_current()"
 
 // commitRotation writes r with rotationSQL and waits until it is durable.
 func (s *Store) commitRotation(ctx context.Context, r *rotation) error {
-	var out struct{ Rotated int64 }
-	if err := s.db.DB.WithContext(ctx).Raw(rotationSQL, rotationArgs(ctx, r)...).Scan(&out).Error; err != nil {
+	var rotated int64
+	var async string
+	if err := rotationQuery.One(ctx, s.db.DB, rotationArgs(ctx, r), &rotated, &async); err != nil {
 		return fmt.Errorf("oauth store: rotate refresh token: %w", err)
 	}
-	if out.Rotated == 0 {
+	if rotated == 0 {
 		return fmt.Errorf("%w: %w", fosite.ErrInactiveToken, ErrAlreadyUsed)
 	}
 	var xid int64
-	if err := s.db.DB.WithContext(ctx).Raw(walFlushSQL).Scan(&xid).Error; err != nil {
+	if err := walFlushQuery.One(ctx, s.db.DB, nil, &xid); err != nil {
 		return fmt.Errorf("oauth store: rotate refresh token: wait for the flush: %w", err)
 	}
 	return nil
 }
+
+// The two statements of a refresh's commit as db.Query: outside a traced
+// request they run on pgx itself, without GORM building each per request
+// (the rotation has 25 parameters).
+var (
+	rotationQuery = db.NewQuery(rotationSQL)
+	walFlushQuery = db.NewQuery(walFlushSQL)
+)
 
 // RevokeRefreshToken implements oauth2.TokenRevocationStorage: every
 // refresh token of the family becomes inactive.
