@@ -28,6 +28,7 @@ import (
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/page"
 	"github.com/finsvc/finsvc/internal/tenant"
 )
 
@@ -246,7 +247,9 @@ type Filter struct {
 
 // List returns a page of the tenant's records, newest first, and whether
 // more follow in the direction read. It pages by id (commit order), so
-// that a page costs its rows from an index whatever the log's length.
+// that a page costs its rows from an index whatever the log's length; a
+// time bound also bounds the id (page.TimeRange.WhereNumbered), so a page
+// far back in time starts near its first record.
 func List(ctx context.Context, q *gorm.DB, f Filter) (_ []Row, more bool, err error) {
 	if f.After != nil && f.Before != nil {
 		return nil, false, apperr.E(apperr.Invalid, "Give starting_after or ending_before, not both.")
@@ -270,12 +273,7 @@ func List(ctx context.Context, q *gorm.DB, f Filter) (_ []Row, more bool, err er
 	if f.TargetID != "" {
 		s = s.Where("target_id = ?", f.TargetID)
 	}
-	if f.From != nil {
-		s = s.Where("occurred_at >= ?", f.From.UTC())
-	}
-	if f.Until != nil {
-		s = s.Where("occurred_at < ?", f.Until.UTC())
-	}
+	s = page.TimeRange{From: f.From, Until: f.Until}.WhereNumbered(ctx, s, page.AuditLog)
 	asc := false
 	switch {
 	case f.After != nil:

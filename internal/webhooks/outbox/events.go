@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/page"
 	"github.com/finsvc/finsvc/internal/tenant"
 )
 
@@ -80,8 +81,9 @@ func GetEvent(ctx context.Context, tx *gorm.DB, id uuid.UUID, onlyUser *int64) (
 // whether more follow in the direction read. It pages by seq (SeqName), so
 // a page costs its rows from the (tenant_id, seq) or (tenant_id, kind, seq)
 // index whatever the list's length; there is no total (counting a tenant's
-// events would read all of them), and the time bounds are checked on the
-// rows the index yields.
+// events would read all of them). A time bound also bounds seq
+// (page.TimeRange.WhereNumbered), so a page far back in time starts its
+// scan near its first row, not at the newest event.
 func ListEvents(ctx context.Context, tx *gorm.DB, f EventFilter) (_ []Stored, more bool, err error) {
 	if f.After != nil && f.Before != nil {
 		return nil, false, apperr.E(apperr.Invalid, "Give starting_after or ending_before, not both.")
@@ -93,12 +95,7 @@ func ListEvents(ctx context.Context, tx *gorm.DB, f EventFilter) (_ []Stored, mo
 	if f.Kind != "" {
 		q = q.Where("kind = ?", f.Kind)
 	}
-	if f.From != nil {
-		q = q.Where("occurred_at >= ?", f.From.UTC())
-	}
-	if f.Until != nil {
-		q = q.Where("occurred_at < ?", f.Until.UTC())
-	}
+	q = page.TimeRange{From: f.From, Until: f.Until}.WhereNumbered(ctx, q, page.Events)
 	asc := false
 	for _, c := range []struct {
 		id    *uuid.UUID

@@ -94,12 +94,7 @@ func (s *Store) FindDeliveries(ctx context.Context, p *auth.Principal, webhookID
 	if f.Event != "" {
 		q = q.Where("events.kind = ?", f.Event)
 	}
-	if f.From != nil {
-		q = q.Where("deliveries.created_at >= ?", f.From.UTC())
-	}
-	if f.Until != nil {
-		q = q.Where("deliveries.created_at < ?", f.Until.UTC())
-	}
+	q = page.TimeRange{From: f.From, Until: f.Until}.Where(q, "deliveries.created_at")
 	asc := false
 	for _, c := range []struct {
 		id    *uuid.UUID
