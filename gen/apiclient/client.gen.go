@@ -643,12 +643,33 @@ type ClientInterface interface {
 	// Corresponds with POST /api/1.0/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 	RedeliverWebhookDelivery(ctx context.Context, id WebhookId, deliveryId openapi_types.UUID, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RotateWebhookSecret Rotate a webhook secret
+	// RotateWebhookSecretWithBody Rotate a webhook secret
 	//
-	// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
+	//
+	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecretWithBody(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateWebhookSecret Rotate a webhook secret
+	//
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TestWebhook Send a test event
 	//
@@ -1902,13 +1923,44 @@ func (c *APIClient) RedeliverWebhookDelivery(ctx context.Context, id WebhookId, 
 	return c.Client.Do(req)
 }
 
-// RotateWebhookSecret Rotate a webhook secret
+// RotateWebhookSecretWithBody Rotate a webhook secret
 //
-// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
+//
+// Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *APIClient) RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequest(c.Server, id, params)
+func (c *APIClient) RotateWebhookSecretWithBody(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateWebhookSecret Rotate a webhook secret
+//
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *APIClient) RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4698,8 +4750,19 @@ func NewRedeliverWebhookDeliveryRequest(server string, id WebhookId, deliveryId 
 	return req, nil
 }
 
-// NewRotateWebhookSecretRequest constructs an http.Request for the RotateWebhookSecret method
-func NewRotateWebhookSecretRequest(server string, id WebhookId, params *RotateWebhookSecretParams) (*http.Request, error) {
+// NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
+func NewRotateWebhookSecretRequest(server string, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateWebhookSecretRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRotateWebhookSecretRequestWithBody constructs an http.Request for the RotateWebhookSecret method, with any body, and a specified content type
+func NewRotateWebhookSecretRequestWithBody(server string, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4724,10 +4787,12 @@ func NewRotateWebhookSecretRequest(server string, id WebhookId, params *RotateWe
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -5836,14 +5901,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/1.0/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 	RedeliverWebhookDeliveryWithResponse(ctx context.Context, id WebhookId, deliveryId openapi_types.UUID, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookDeliveryResponse, error)
 
-	// RotateWebhookSecretWithResponse Rotate a webhook secret
+	// RotateWebhookSecretWithBodyWithResponse Rotate a webhook secret
 	//
-	// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// RotateWebhookSecretWithResponse Rotate a webhook secret
+	//
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 
 	// TestWebhookWithResponse Send a test event
 	//
@@ -16134,15 +16218,40 @@ func (c *ClientWithResponses) RedeliverWebhookDeliveryWithResponse(ctx context.C
 	return ParseRedeliverWebhookDeliveryResponse(rsp)
 }
 
-// RotateWebhookSecretWithResponse Rotate a webhook secret
+// RotateWebhookSecretWithBodyWithResponse Rotate a webhook secret
 //
-// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecret(ctx, id, params, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecretWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// RotateWebhookSecretWithResponse Rotate a webhook secret
+//
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

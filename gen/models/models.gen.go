@@ -727,6 +727,27 @@ func (e WebhookHealthState) Valid() bool {
 	}
 }
 
+// Defines values for WebhookSecretRotationPreviousSecretExpiresIn.
+const (
+	N0      WebhookSecretRotationPreviousSecretExpiresIn = 0
+	N604800 WebhookSecretRotationPreviousSecretExpiresIn = 604800
+	N86400  WebhookSecretRotationPreviousSecretExpiresIn = 86400
+)
+
+// Valid indicates whether the value is a known member of the WebhookSecretRotationPreviousSecretExpiresIn enum.
+func (e WebhookSecretRotationPreviousSecretExpiresIn) Valid() bool {
+	switch e {
+	case N0:
+		return true
+	case N604800:
+		return true
+	case N86400:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookTestEventEvent.
 const (
 	WebhookTest WebhookTestEventEvent = "webhook.test"
@@ -1080,6 +1101,7 @@ type AuditRecord struct {
 	// - `webhook.created`, `webhook.updated`, `webhook.deleted`.
 	// - `webhook.disabled`: by a person, or by the service after a 410 or repeated failures.
 	// - `webhook.secret_rotated`: the registration was given a new signing secret.
+	// - `webhook.secret_revealed`: a person read the registration's signing secret in the console after typing their password again (`failure`: the password was wrong, and nothing was shown).
 	// - `app.created`: an OAuth app registered.
 	// - `app.secret_rotated`, `app.secret_overlap_ended`: an app's secret replaced, and its previous secret's overlap ended early.
 	// - `app.deleted`: an OAuth app deleted.
@@ -1101,7 +1123,7 @@ type AuditRecord struct {
 	// OccurredAt When the action happened (UTC).
 	OccurredAt time.Time `json:"occurred_at"`
 
-	// Outcome `success`, or `failure` (a refused sign-in, a refused idempotent replay).
+	// Outcome `success`, or `failure` (a refused sign-in, a wrong password when revealing a webhook secret, a refused idempotent replay).
 	//
 	// Example: success
 	Outcome string `json:"outcome"`
@@ -2313,6 +2335,24 @@ type WebhookList struct {
 	Meta PageMeta `json:"meta"`
 }
 
+// WebhookSecretRotation How a rotation treats the previous secret. The body is optional; without it, the previous secret keeps signing for 24 hours.
+type WebhookSecretRotation struct {
+	// PreviousSecretExpiresIn How long, in seconds, the previous secret keeps signing beside the new one: `0` (not at all: it stops now,
+	// for a secret that leaked), `86400` (24 hours, the default) or `604800` (7 days). Any other value is refused
+	// (400).
+	//
+	//
+	// Example: 604800
+	PreviousSecretExpiresIn *WebhookSecretRotationPreviousSecretExpiresIn `json:"previous_secret_expires_in,omitempty"`
+}
+
+// WebhookSecretRotationPreviousSecretExpiresIn How long, in seconds, the previous secret keeps signing beside the new one: `0` (not at all: it stops now,
+// for a secret that leaked), `86400` (24 hours, the default) or `604800` (7 days). Any other value is refused
+// (400).
+//
+// Example: 604800
+type WebhookSecretRotationPreviousSecretExpiresIn int
+
 // WebhookTestEvent The `webhook.test` envelope.
 type WebhookTestEvent struct {
 	// Data The `data` of a `webhook.test` event.
@@ -2385,10 +2425,10 @@ type WebhookWithSecret struct {
 	// Id The registration id.
 	Id int64 `json:"id"`
 
-	// PreviousSecretExpiresAt Until when the previous secret still signs (after a rotation).
+	// PreviousSecretExpiresAt Until when the previous secret still signs (after a rotation); null when only the current secret signs.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 
-	// Secret `whsec_` + base64 of 32 random bytes. Store it; it is not shown again.
+	// Secret `whsec_` + base64 of 32 random bytes. Store it; the API does not return it again (in the console, an admin or the member who registered it can reveal it after typing their password).
 	//
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw8Yv2nNZo+3A=
 	Secret string `json:"secret"`
@@ -3270,6 +3310,9 @@ type CreateWebhookJSONRequestBody = WebhookCreate
 
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = WebhookUpdate
+
+// RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
+type RotateWebhookSecretJSONRequestBody = WebhookSecretRotation
 
 // RevokeTokenJSONRequestBody defines body for RevokeToken for application/json ContentType.
 type RevokeTokenJSONRequestBody = RevokeRequest

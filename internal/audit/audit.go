@@ -55,6 +55,10 @@ const (
 	WebhookDisabled       = "webhook.disabled"
 	WebhookDeleted        = "webhook.deleted"
 	WebhookSecretRotated  = "webhook.secret_rotated"
+	// WebhookSecretRevealed: a person typed their password again to read a
+	// registration's signing secret in the console (outcome failure: the
+	// password was wrong, and nothing was shown).
+	WebhookSecretRevealed = "webhook.secret_revealed"
 	AppCreated            = "app.created"
 	AppSecretRotated      = "app.secret_rotated"
 	AppSecretOverlapEnded = "app.secret_overlap_ended"

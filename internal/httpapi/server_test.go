@@ -111,7 +111,8 @@ func TestBearerRequired(t *testing.T) {
 }
 
 // Every operation with a JSON body answers 400 in the error format for a
-// malformed body, never 500.
+// malformed body, never 500; an empty body is malformed where the body is
+// required (where it is optional, it is no body).
 func TestMalformedJSONIsBadRequest(t *testing.T) {
 	env := apitest.New(t)
 	acme := env.Tenant("acme")
@@ -119,6 +120,9 @@ func TestMalformedJSONIsBadRequest(t *testing.T) {
 	for _, op := range jsonBodyOperations(t) {
 		method, p := op.method, op.path
 		for _, body := range []string{`{"a":`, `not json`, `[1,2`, `{"title": 12}`, ``} {
+			if body == "" && op.optional {
+				continue
+			}
 			resp := acme.Do(method, op.url, tok, body)
 			if resp.Code != http.StatusBadRequest {
 				t.Errorf("%s %s with body %q: status %d, want 400; %s", method, p, body, resp.Code, resp.Body)

@@ -34,7 +34,11 @@ func wantText(t *testing.T, resp *apitest.Response, status int, field string) {
 
 // jsonOperation is an operation of the API with a JSON request body, and a
 // URL of it with every path parameter filled.
-type jsonOperation struct{ method, path, url string }
+type jsonOperation struct {
+	method, path, url string
+	// optional: the body may be left out (an empty body is no body).
+	optional bool
+}
 
 // jsonBodyOperations walks the spec for every /api/1.0 operation with a
 // JSON body, in path order (and fails when it finds too few to be a walk).
@@ -54,7 +58,7 @@ func jsonBodyOperations(t *testing.T) []jsonOperation {
 		ops := spec.Paths.Value(p).Operations()
 		for _, method := range slices.Sorted(maps.Keys(ops)) {
 			if rb := ops[method].RequestBody; rb != nil && rb.Value.Content.Get("application/json") != nil {
-				out = append(out, jsonOperation{method, p, fill.Replace(p)})
+				out = append(out, jsonOperation{method, p, fill.Replace(p), !rb.Value.Required})
 			}
 		}
 	}

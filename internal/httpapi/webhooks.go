@@ -143,8 +143,14 @@ func (h *Handlers) DeleteWebhook(ctx context.Context, req apiserver.DeleteWebhoo
 }
 
 // RotateWebhookSecret is POST /webhooks/{id}/rotate-secret.
+// Without a body (or without previous_secret_expires_in) the overlap is
+// the default; the spec's enum has already refused any other number.
 func (h *Handlers) RotateWebhookSecret(ctx context.Context, req apiserver.RotateWebhookSecretRequestObject) (apiserver.RotateWebhookSecretResponseObject, error) {
-	w, secret, err := h.svc.Webhooks.Rotate(ctx, auth.MustFromContext(ctx), req.Id)
+	overlap := registry.DefaultRotationOverlap
+	if req.Body != nil && req.Body.PreviousSecretExpiresIn != nil {
+		overlap = time.Duration(*req.Body.PreviousSecretExpiresIn) * time.Second
+	}
+	w, secret, err := h.svc.Webhooks.Rotate(ctx, auth.MustFromContext(ctx), req.Id, overlap)
 	if err != nil {
 		return nil, err
 	}

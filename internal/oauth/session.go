@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/clientaddr"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/users"
 )
@@ -174,3 +176,25 @@ func (s *Service) CheckForm(c echo.Context, purpose string) bool { return s.chec
 
 // LogoutToken is the CSRF token of the layout's sign-out form.
 func (s *Service) LogoutToken(c echo.Context) string { return s.FormToken(c, "logout") }
+
+// ConfirmPassword checks that password is u's own (users.VerifyPassword),
+// for a signed-in user confirming something sensitive (the console's
+// reveal of a webhook secret). It is throttled with the sign-in's
+// counters, per email and per client address, so guessing here spends the
+// same budget as guessing at /login: over it, apperr.TooManyRequests (and
+// Retry-After on the response) without checking the password. A wrong
+// password is users.VerifyPassword's apperr.Unauthenticated.
+func (s *Service) ConfirmPassword(c echo.Context, u *users.User, password string) error {
+	ctx := c.Request().Context()
+	done, wait, ok := s.logins.begin(tenant.ID(ctx), u.Email, clientaddr.From(c.Request(), s.cfg.TrustProxy))
+	if !ok {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		return apperr.E(apperr.TooManyRequests, "Too many attempts. Try again later.")
+	}
+	failed, succeeded := false, false
+	// The slot is given back even if the check panics.
+	defer func() { done(failed, succeeded) }()
+	err := s.users.VerifyPassword(ctx, u.ID, password)
+	failed, succeeded = apperr.Is(err, apperr.Unauthenticated), err == nil
+	return err
+}

@@ -649,11 +649,9 @@ func (s *Store) ChangePassword(ctx context.Context, id int64, current, password 
 	}
 	fe := apperr.FieldErrors{}
 	if !u.PasswordChangeRequired {
-		ok := false
-		if u.PasswordHash != noPassword && utf8.RuneCountInString(current) <= MaxPasswordLen {
-			if ok, _, err = s.hasher.verify(u.PasswordHash, current); err != nil {
-				return err
-			}
+		ok, err := s.matches(u, current)
+		if err != nil {
+			return err
 		}
 		if !ok {
 			fe.Add("current_password", "is not your current password")
@@ -668,6 +666,42 @@ func (s *Store) ChangePassword(ctx context.Context, id int64, current, password 
 		return err
 	}
 	return s.storePassword(ctx, id, password, audit.PasswordChanged)
+}
+
+// matches reports whether password is u's current password (the check
+// of sign-in: the hasher, the length bound; a user without a password
+// matches none).
+func (s *Store) matches(u *User, password string) (bool, error) {
+	if u.PasswordHash == noPassword || utf8.RuneCountInString(password) > MaxPasswordLen {
+		return false, nil
+	}
+	ok, _, err := s.hasher.verify(u.PasswordHash, password)
+	return ok, err
+}
+
+// VerifyPassword is a signed-in user proving again that they are who the
+// session says, before something sensitive (revealing a webhook secret):
+// password must be user id's current password, else apperr.Unauthenticated
+// with the refusal on "password". A one-time password that has been used
+// is no password any more, and an active one is not accepted here (it is
+// for signing in once). Throttling and recording the attempt are the
+// callers' (internal/oauth, the registry).
+func (s *Store) VerifyPassword(ctx context.Context, id int64, password string) (err error) {
+	defer apperr.Wrap(&err, "users.VerifyPassword(%d)", id)
+	u, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	ok := false
+	if u.Active() && u.PasswordExpiresAt == nil {
+		if ok, err = s.matches(u, password); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return apperr.E(apperr.Unauthenticated, "the password is wrong").WithField("password", "is not the one you sign in with")
+	}
+	return nil
 }
 
 // storePassword replaces the password of user id with a chosen one

@@ -24,13 +24,20 @@ import (
 	"github.com/finsvc/finsvc/internal/users"
 )
 
-//go:embed static/console.css templates/layout.html
+//go:embed static/console.css static/copy.js templates/layout.html
 var files embed.FS
 
 // StylePath is where the stylesheet is served. It answers on any host
 // (httpapi treats /assets/ as operational), so that the error page of an
 // unknown host is styled too.
 const StylePath = "/assets/console.css"
+
+// CopyScriptPath is the one script of the pages: the Copy button beside a
+// secret a page shows (progressive enhancement: without it the field's
+// text is selectable, and the button stays hidden). Only a page whose
+// Layout.Script is set loads it, and only such a page's policy allows a
+// script (SetHeaders, Render).
+const CopyScriptPath = "/assets/copy.js"
 
 // Home is where the brand link and a browser at the tenant root go.
 const Home = "/console/webhooks"
@@ -40,13 +47,15 @@ const Home = "/console/webhooks"
 // sent there by every page until they have chosen one.
 const PasswordPath = "/account/password"
 
-var style = func() []byte {
-	b, err := files.ReadFile("static/console.css")
+var style, copyScript = asset("static/console.css"), asset("static/copy.js")
+
+func asset(name string) []byte {
+	b, err := files.ReadFile(name)
 	if err != nil {
 		panic(err)
 	}
 	return b
-}()
+}
 
 // NavItem is an entry of the main navigation. Op is the operation (or
 // page) of the policy whose role rule shows it ("" for every signed-in
@@ -87,7 +96,8 @@ func (n Nav) Menu(pol *auth.Policy, u *users.User) []NavItem {
 }
 
 var funcs = template.FuncMap{
-	"stylePath": func() string { return StylePath },
+	"stylePath":  func() string { return StylePath },
+	"copyScript": func() string { return CopyScriptPath },
 }
 
 // Parse parses the layout and then the page templates of pages matching
@@ -107,24 +117,37 @@ func Parse(pages fs.FS, patterns ...string) (*template.Template, error) {
 }
 
 // SetHeaders sets what every page answers with: never cached (pages show
-// secrets once), never framed (no clickjacking of a button), no script, no
-// outside content, no referrer leaving the site.
+// secrets), never framed (no clickjacking of a button), no script (Render
+// allows this site's on a page that loads CopyScriptPath), no outside
+// content, no referrer leaving the site.
 func SetHeaders(h http.Header) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", pagePolicy)
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 }
 
+// The pages' Content-Security-Policy: no script, no outside content;
+// scriptPolicy adds this site's scripts, for a page that loads
+// CopyScriptPath (an inline script stays refused).
+const (
+	pagePolicy   = "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
+	scriptPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
+)
+
 // Render executes the page template name with data into a buffer (a
-// template error never sends half a page) and writes it.
+// template error never sends half a page) and writes it. A page whose
+// data asks for the script (Layout.Script) is allowed this site's scripts.
 func Render(c echo.Context, t *template.Template, status int, name string, data any) error {
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
 		return fmt.Errorf("web: render %s: %w", name, err)
 	}
 	SetHeaders(c.Response().Header())
+	if s, ok := data.(interface{ Scripted() bool }); ok && s.Scripted() {
+		c.Response().Header().Set("Content-Security-Policy", scriptPolicy)
+	}
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
@@ -152,11 +175,17 @@ type Layout struct {
 	Message    string    // an error banner
 	Details    string
 	Confirm    *Confirmation // the "confirm" page's question
+	// Script loads CopyScriptPath: the page shows a secret with a Copy
+	// button.
+	Script bool
 	// Home and HomeLabel are the error page's way on ("/" and "Go to the
 	// start page" when empty): a host that serves no organization has no
 	// start page of its own.
 	Home, HomeLabel string
 }
+
+// Scripted reports whether the page loads the script (Render allows it).
+func (l Layout) Scripted() bool { return l.Script }
 
 // Destructive actions ask first, without JavaScript, in the console and on
 // the developer and account pages alike: the page's form gets an answer
@@ -175,6 +204,24 @@ type Confirmation struct {
 	Danger  bool     // the button is red
 	Action  string   // the path the form posts to (the action's own)
 	Token   string   // the CSRF token of ConfirmPurpose(Action)
+	// Choice, when set, is a choice the action takes (radio buttons sent
+	// with the confirmation's form).
+	Choice *ChoiceGroup
+}
+
+// ChoiceGroup is a set of radio buttons on a confirmation page, each with
+// the sentence of what choosing it does.
+type ChoiceGroup struct {
+	Name    string // the form field
+	Legend  string // the question
+	Options []Choice
+}
+
+// Choice is one option of a ChoiceGroup.
+type Choice struct {
+	Value, Label string
+	Effect       string // what happens when it is chosen, one sentence
+	Checked      bool
 }
 
 // ConfirmPurpose is the CSRF purpose of the confirmation form of the action
@@ -203,15 +250,22 @@ func WriteError(w http.ResponseWriter, status int, d Layout) error {
 	return err
 }
 
-// Routes serves the stylesheet.
+// Routes serves the stylesheet and the script.
 func Routes(e *echo.Echo) {
-	e.GET(StylePath, serveStyle)
-	e.HEAD(StylePath, serveStyle)
+	for path, h := range map[string]echo.HandlerFunc{
+		StylePath:      serveAsset("text/css; charset=utf-8", style),
+		CopyScriptPath: serveAsset("text/javascript; charset=utf-8", copyScript),
+	} {
+		e.GET(path, h)
+		e.HEAD(path, h)
+	}
 }
 
-func serveStyle(c echo.Context) error {
-	h := c.Response().Header()
-	h.Set("Cache-Control", "public, max-age=3600")
-	h.Set("X-Content-Type-Options", "nosniff")
-	return c.Blob(http.StatusOK, "text/css; charset=utf-8", style)
+func serveAsset(contentType string, body []byte) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Cache-Control", "public, max-age=3600")
+		h.Set("X-Content-Type-Options", "nosniff")
+		return c.Blob(http.StatusOK, contentType, body)
+	}
 }

@@ -88,6 +88,7 @@ type resp struct {
 	code     int
 	location string
 	body     string
+	header   http.Header
 }
 
 func (c *client) do(method, path string, form url.Values) resp {
@@ -107,7 +108,7 @@ func (c *client) do(method, path string, form url.Values) resp {
 	}
 	defer r.Body.Close()
 	b, _ := io.ReadAll(r.Body)
-	return resp{r.StatusCode, r.Header.Get("Location"), string(b)}
+	return resp{r.StatusCode, r.Header.Get("Location"), string(b), r.Header}
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)

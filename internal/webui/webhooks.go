@@ -44,6 +44,7 @@ type webhookPage struct {
 	CanWrite  bool
 	CanTest   bool
 	CanDelete bool
+	CanReveal bool
 	Now       time.Time
 	Replay    []replayChoice
 	Tests     []testChoice
@@ -104,7 +105,7 @@ func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error
 	}
 	now := time.Now()
 	p := &webhookPage{W: row(*w), Target: target, Errors: fe, Replay: choices, Statuses: outbox.Statuses,
-		CanWrite: r.permit("updateWebhook"), CanTest: r.permit("testWebhook"), CanDelete: r.permit("deleteWebhook"), Now: now,
+		CanWrite: r.permit("updateWebhook"), CanTest: r.permit("testWebhook"), CanDelete: r.permit("deleteWebhook"), CanReveal: r.permit("rotateWebhookSecret"), Now: now,
 		Tests: cs.testChoices(), Breaker: breakerOf(*w, now)}
 	p.Events = append([]string{outbox.WebhookTest}, outbox.Kinds...)
 	// The log: filtered as the query asks; a refused filter lists
@@ -179,12 +180,63 @@ func (cs *Console) rotateWebhook(r *req) error {
 	if err := cs.permitOr403(r, "rotateWebhookSecret"); err != nil {
 		return err
 	}
-	_, secret, err := cs.d.Webhooks.Rotate(r.Request().Context(), r.p, id)
+	// A form without the choice (a page from before it was offered)
+	// rotates with the default; an unknown value is refused by the
+	// registry.
+	overlap := registry.DefaultRotationOverlap
+	if v := r.FormValue("overlap"); v != "" {
+		c, ok := overlapChoiceOf(v)
+		if !ok {
+			return cs.webhookView(r, "Choose how long the previous secret keeps signing: now, 24 hours or 7 days.")
+		}
+		overlap = c.d
+	}
+	_, secret, err := cs.d.Webhooks.Rotate(r.Request().Context(), r.p, id, overlap)
 	if err != nil {
 		return cs.refused(r, err)
 	}
-	return cs.done(r, webhookPath(id), flash{Secret: secret,
-		Notice: fmt.Sprintf("The signing secret was rotated. The previous one keeps signing for %d hours.", int(registry.RotationOverlap.Hours()))})
+	c, _ := overlapChoiceFor(overlap)
+	return cs.done(r, webhookPath(id), flash{Secret: secret, Notice: "The signing secret was rotated. " + c.done})
+}
+
+// overlapChoice is an overlap of a rotation as the confirmation page
+// offers it.
+type overlapChoice struct {
+	value, label string
+	d            time.Duration
+	effect, done string // what choosing it does; what it did
+}
+
+// overlapChoices offer each of registry.RotationOverlaps (the registry
+// refuses any other).
+var overlapChoices = []overlapChoice{
+	{"now", "Now", registry.OverlapNone,
+		"Only the new secret signs from now on: the receiver rejects every delivery until it has the new secret. For a secret that leaked.",
+		"The previous one no longer signs."},
+	{"24h", "After 24 hours", registry.OverlapDay,
+		"For 24 hours every delivery carries signatures by both secrets; after that only the new one signs, so the receiver must have it by then.",
+		"The previous one keeps signing for 24 hours."},
+	{"7d", "After 7 days", registry.OverlapWeek,
+		"For 7 days every delivery carries signatures by both secrets; after that only the new one signs, so the receiver must have it by then.",
+		"The previous one keeps signing for 7 days."},
+}
+
+func overlapChoiceOf(value string) (overlapChoice, bool) {
+	for _, c := range overlapChoices {
+		if c.value == value {
+			return c, true
+		}
+	}
+	return overlapChoice{}, false
+}
+
+func overlapChoiceFor(d time.Duration) (overlapChoice, bool) {
+	for _, c := range overlapChoices {
+		if c.d == d {
+			return c, true
+		}
+	}
+	return overlapChoice{}, false
 }
 
 func (cs *Console) setActive(active bool) handler {
@@ -295,19 +347,24 @@ func (cs *Console) askDisable(r *req) (*web.Confirmation, error) {
 	}, nil
 }
 
-// askRotate says what rotating the secret means for the receiver.
+// askRotate says what rotating the secret means for the receiver, and
+// offers the overlap (the default chosen).
 func (cs *Console) askRotate(r *req) (*web.Confirmation, error) {
 	w, _, err := cs.askWebhook(r, "rotateWebhookSecret")
 	if err != nil {
 		return nil, err
 	}
+	g := &web.ChoiceGroup{Name: "overlap", Legend: "When does the previous secret stop signing?"}
+	for _, c := range overlapChoices {
+		g.Options = append(g.Options, web.Choice{Value: c.value, Label: c.label, Effect: c.effect, Checked: c.d == registry.DefaultRotationOverlap})
+	}
 	return &web.Confirmation{
 		Title: fmt.Sprintf("Rotate the signing secret of webhook %d?", w.ID), Button: "Rotate the secret", Cancel: webhookPath(w.ID),
 		Effects: []string{
-			"A new secret is made and shown once on the next page.",
-			fmt.Sprintf("For %d hours every delivery carries signatures by both secrets; after that only the new one signs, so the receiver must have it by then.", int(registry.RotationOverlap.Hours())),
-			"The overlap of a webhook's secrets cannot be chosen: it is always the same.",
+			"A new secret is made and shown on the next page; later, an admin or the member who created the webhook can reveal it again with their password.",
+			"Deliveries already queued are signed with the secrets valid when they are sent.",
 		},
+		Choice: g,
 	}, nil
 }
 

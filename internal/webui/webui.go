@@ -47,6 +47,10 @@ type Sessions interface {
 	CheckForm(c echo.Context, purpose string) bool
 	LogoutToken(c echo.Context) string
 	LoginRedirect(c echo.Context, next string) error
+	// ConfirmPassword checks the password a signed-in user typed again,
+	// throttled like a sign-in (apperr.Unauthenticated when wrong,
+	// apperr.TooManyRequests over the budget).
+	ConfirmPassword(c echo.Context, u *users.User, password string) error
 	SetFlash(c echo.Context, userID int64, path string, v any) error
 	TakeFlash(c echo.Context, userID int64, path string, v any) bool
 }
@@ -127,6 +131,8 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/webhooks/:id/replay", h(cs.post(cs.replayFailed)))
 	e.POST("/console/webhooks/:id/test", h(cs.post(cs.testWebhook)))
 	e.POST("/console/webhooks/:id/rotate", h(cs.confirmed(cs.askRotate, cs.rotateWebhook)))
+	e.GET("/console/webhooks/:id/secret", h(cs.secret))
+	e.POST("/console/webhooks/:id/secret", h(cs.post(cs.revealSecret)))
 	e.POST("/console/webhooks/:id/disable", h(cs.confirmed(cs.askDisable, cs.setActive(false))))
 	e.POST("/console/webhooks/:id/enable", h(cs.post(cs.setActive(true))))
 	e.POST("/console/webhooks/:id/delete", h(cs.confirmed(cs.askDelete, cs.deleteWebhook)))
@@ -257,6 +263,8 @@ func (cs *Console) render(c echo.Context, status int, name string, v *view) erro
 type flash struct {
 	Notice string `json:"n,omitempty"`
 	Secret string `json:"s,omitempty"`
+	// Revealed are the secrets a reveal shows (secret.go).
+	Revealed *revealed `json:"r,omitempty"`
 }
 
 // done redirects to path with a notice (and a secret shown once), so that

@@ -737,6 +737,27 @@ func (e WebhookHealthState) Valid() bool {
 	}
 }
 
+// Defines values for WebhookSecretRotationPreviousSecretExpiresIn.
+const (
+	N0      WebhookSecretRotationPreviousSecretExpiresIn = 0
+	N604800 WebhookSecretRotationPreviousSecretExpiresIn = 604800
+	N86400  WebhookSecretRotationPreviousSecretExpiresIn = 86400
+)
+
+// Valid indicates whether the value is a known member of the WebhookSecretRotationPreviousSecretExpiresIn enum.
+func (e WebhookSecretRotationPreviousSecretExpiresIn) Valid() bool {
+	switch e {
+	case N0:
+		return true
+	case N604800:
+		return true
+	case N86400:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookTestEventEvent.
 const (
 	WebhookTest WebhookTestEventEvent = "webhook.test"
@@ -1090,6 +1111,7 @@ type AuditRecord struct {
 	// - `webhook.created`, `webhook.updated`, `webhook.deleted`.
 	// - `webhook.disabled`: by a person, or by the service after a 410 or repeated failures.
 	// - `webhook.secret_rotated`: the registration was given a new signing secret.
+	// - `webhook.secret_revealed`: a person read the registration's signing secret in the console after typing their password again (`failure`: the password was wrong, and nothing was shown).
 	// - `app.created`: an OAuth app registered.
 	// - `app.secret_rotated`, `app.secret_overlap_ended`: an app's secret replaced, and its previous secret's overlap ended early.
 	// - `app.deleted`: an OAuth app deleted.
@@ -1111,7 +1133,7 @@ type AuditRecord struct {
 	// OccurredAt When the action happened (UTC).
 	OccurredAt time.Time `json:"occurred_at"`
 
-	// Outcome `success`, or `failure` (a refused sign-in, a refused idempotent replay).
+	// Outcome `success`, or `failure` (a refused sign-in, a wrong password when revealing a webhook secret, a refused idempotent replay).
 	//
 	// Example: success
 	Outcome string `json:"outcome"`
@@ -2323,6 +2345,24 @@ type WebhookList struct {
 	Meta PageMeta `json:"meta"`
 }
 
+// WebhookSecretRotation How a rotation treats the previous secret. The body is optional; without it, the previous secret keeps signing for 24 hours.
+type WebhookSecretRotation struct {
+	// PreviousSecretExpiresIn How long, in seconds, the previous secret keeps signing beside the new one: `0` (not at all: it stops now,
+	// for a secret that leaked), `86400` (24 hours, the default) or `604800` (7 days). Any other value is refused
+	// (400).
+	//
+	//
+	// Example: 604800
+	PreviousSecretExpiresIn *WebhookSecretRotationPreviousSecretExpiresIn `json:"previous_secret_expires_in,omitempty"`
+}
+
+// WebhookSecretRotationPreviousSecretExpiresIn How long, in seconds, the previous secret keeps signing beside the new one: `0` (not at all: it stops now,
+// for a secret that leaked), `86400` (24 hours, the default) or `604800` (7 days). Any other value is refused
+// (400).
+//
+// Example: 604800
+type WebhookSecretRotationPreviousSecretExpiresIn int
+
 // WebhookTestEvent The `webhook.test` envelope.
 type WebhookTestEvent struct {
 	// Data The `data` of a `webhook.test` event.
@@ -2395,10 +2435,10 @@ type WebhookWithSecret struct {
 	// Id The registration id.
 	Id int64 `json:"id"`
 
-	// PreviousSecretExpiresAt Until when the previous secret still signs (after a rotation).
+	// PreviousSecretExpiresAt Until when the previous secret still signs (after a rotation); null when only the current secret signs.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 
-	// Secret `whsec_` + base64 of 32 random bytes. Store it; it is not shown again.
+	// Secret `whsec_` + base64 of 32 random bytes. Store it; the API does not return it again (in the console, an admin or the member who registered it can reveal it after typing their password).
 	//
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw8Yv2nNZo+3A=
 	Secret string `json:"secret"`
@@ -3281,6 +3321,9 @@ type CreateWebhookJSONRequestBody = WebhookCreate
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = WebhookUpdate
 
+// RotateWebhookSecretJSONRequestBody defines body for RotateWebhookSecret for application/json ContentType.
+type RotateWebhookSecretJSONRequestBody = WebhookSecretRotation
+
 // RevokeTokenJSONRequestBody defines body for RevokeToken for application/json ContentType.
 type RevokeTokenJSONRequestBody = RevokeRequest
 
@@ -3955,12 +3998,33 @@ type ClientInterface interface {
 	// Corresponds with POST /api/1.0/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 	RedeliverWebhookDelivery(ctx context.Context, id WebhookId, deliveryId openapi_types.UUID, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RotateWebhookSecret Rotate a webhook secret
+	// RotateWebhookSecretWithBody Rotate a webhook secret
 	//
-	// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
+	//
+	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecretWithBody(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateWebhookSecret Rotate a webhook secret
+	//
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TestWebhook Send a test event
 	//
@@ -5214,13 +5278,44 @@ func (c *APIClient) RedeliverWebhookDelivery(ctx context.Context, id WebhookId, 
 	return c.Client.Do(req)
 }
 
-// RotateWebhookSecret Rotate a webhook secret
+// RotateWebhookSecretWithBody Rotate a webhook secret
 //
-// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
+//
+// Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *APIClient) RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequest(c.Server, id, params)
+func (c *APIClient) RotateWebhookSecretWithBody(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateWebhookSecret Rotate a webhook secret
+//
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *APIClient) RotateWebhookSecret(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8010,8 +8105,19 @@ func NewRedeliverWebhookDeliveryRequest(server string, id WebhookId, deliveryId 
 	return req, nil
 }
 
-// NewRotateWebhookSecretRequest constructs an http.Request for the RotateWebhookSecret method
-func NewRotateWebhookSecretRequest(server string, id WebhookId, params *RotateWebhookSecretParams) (*http.Request, error) {
+// NewRotateWebhookSecretRequest calls the generic RotateWebhookSecret builder with application/json body
+func NewRotateWebhookSecretRequest(server string, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateWebhookSecretRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRotateWebhookSecretRequestWithBody constructs an http.Request for the RotateWebhookSecret method, with any body, and a specified content type
+func NewRotateWebhookSecretRequestWithBody(server string, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -8036,10 +8142,12 @@ func NewRotateWebhookSecretRequest(server string, id WebhookId, params *RotateWe
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -9148,14 +9256,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/1.0/webhooks/{id}/deliveries/{delivery_id}/redeliver (the `RedeliverWebhookDelivery` operationId).
 	RedeliverWebhookDeliveryWithResponse(ctx context.Context, id WebhookId, deliveryId openapi_types.UUID, params *RedeliverWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookDeliveryResponse, error)
 
-	// RotateWebhookSecretWithResponse Rotate a webhook secret
+	// RotateWebhookSecretWithBodyWithResponse Rotate a webhook secret
 	//
-	// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// RotateWebhookSecretWithResponse Rotate a webhook secret
+	//
+	// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+	// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+	// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+	// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+	// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+	// older overlap: at most two secrets sign.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 
 	// TestWebhookWithResponse Send a test event
 	//
@@ -19446,15 +19573,40 @@ func (c *ClientWithResponses) RedeliverWebhookDeliveryWithResponse(ctx context.C
 	return ParseRedeliverWebhookDeliveryResponse(rsp)
 }
 
-// RotateWebhookSecretWithResponse Rotate a webhook secret
+// RotateWebhookSecretWithBodyWithResponse Rotate a webhook secret
 //
-// Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecret(ctx, id, params, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithBodyWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecretWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// RotateWebhookSecretWithResponse Rotate a webhook secret
+//
+// Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+// with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+// overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+// without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+// only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+// older overlap: at most two secrets sign.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/1.0/webhooks/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id WebhookId, params *RotateWebhookSecretParams, body RotateWebhookSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -611,7 +611,12 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook secret
-         * @description Issues a new secret, returned only here. The previous secret keeps signing beside it until `previous_secret_expires_at` (24 hours).
+         * @description Issues a new secret, returned only here. The previous secret keeps signing beside it for the overlap chosen
+         *     with `previous_secret_expires_in` (24 hours without a body), until `previous_secret_expires_at`: during the
+         *     overlap every delivery carries a `v1` signature by each secret, so a receiver can deploy the new secret
+         *     without rejecting a delivery. `0` stops the previous secret at once (for a secret that leaked): from then on
+         *     only the new secret signs, and `previous_secret_expires_at` is null. A rotation during an overlap ends the
+         *     older overlap: at most two secrets sign.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -1907,15 +1912,27 @@ export interface components {
              */
             updated_at: string;
             /**
-             * @description `whsec_` + base64 of 32 random bytes. Store it; it is not shown again.
+             * @description `whsec_` + base64 of 32 random bytes. Store it; the API does not return it again (in the console, an admin or the member who registered it can reveal it after typing their password).
              * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw8Yv2nNZo+3A=
              */
             secret: string;
             /**
              * Format: date-time
-             * @description Until when the previous secret still signs (after a rotation).
+             * @description Until when the previous secret still signs (after a rotation); null when only the current secret signs.
              */
             previous_secret_expires_at: string | null;
+        };
+        /** @description How a rotation treats the previous secret. The body is optional; without it, the previous secret keeps signing for 24 hours. */
+        WebhookSecretRotation: {
+            /**
+             * @description How long, in seconds, the previous secret keeps signing beside the new one: `0` (not at all: it stops now,
+             *     for a secret that leaked), `86400` (24 hours, the default) or `604800` (7 days). Any other value is refused
+             *     (400).
+             * @default 86400
+             * @example 604800
+             * @enum {integer}
+             */
+            previous_secret_expires_in: 0 | 86400 | 604800;
         };
         /** @description A new registration. */
         WebhookCreate: {
@@ -2393,6 +2410,7 @@ export interface components {
              *     - `webhook.created`, `webhook.updated`, `webhook.deleted`.
              *     - `webhook.disabled`: by a person, or by the service after a 410 or repeated failures.
              *     - `webhook.secret_rotated`: the registration was given a new signing secret.
+             *     - `webhook.secret_revealed`: a person read the registration's signing secret in the console after typing their password again (`failure`: the password was wrong, and nothing was shown).
              *     - `app.created`: an OAuth app registered.
              *     - `app.secret_rotated`, `app.secret_overlap_ended`: an app's secret replaced, and its previous secret's overlap ended early.
              *     - `app.deleted`: an OAuth app deleted.
@@ -2405,7 +2423,7 @@ export interface components {
             action: string;
             target: components["schemas"]["AuditTarget"];
             /**
-             * @description `success`, or `failure` (a refused sign-in, a refused idempotent replay).
+             * @description `success`, or `failure` (a refused sign-in, a wrong password when revealing a webhook secret, a refused idempotent replay).
              * @example success
              */
             outcome: string;
@@ -4698,7 +4716,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
         responses: {
             /** @description The registration with its new secret. */
             200: {

@@ -18,6 +18,7 @@ import (
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
+	"github.com/finsvc/finsvc/internal/webhooks/registry"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -362,41 +363,83 @@ func TestIneligibleRegistrationsAreCancelled(t *testing.T) {
 	})
 }
 
+// TestRotationOverlapSignsWithBothSecrets: for each overlap a rotation
+// may choose, the registration keeps the previous secret until rotation +
+// overlap (none for "now"), every delivery during the overlap carries a v1
+// signature by each secret in both schemes, and after it (or at once for
+// "now") only the new secret signs.
 func TestRotationOverlapSignsWithBothSecrets(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		f := newFixture(t, d)
-		rc := newReceiver(t, false)
-		wh, oldSecret := f.register(outbox.ActCreated, rc.URL)
-		clk := newClock()
-		_, newSecret, err := f.store.Rotate(f.ctx, f.owner(), wh.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := f.worker(delivery.WithNow(clk.Now))
-		f.emit(outbox.ActCreated, 1, nil, nil)
-		w.RunOnce(f.ctx)
-		r := rc.requests()[0]
-		sig := r.Header.Get("X-Signature")
-		mustEqual(t, "v1 count", strings.Count(sig, "v1="), 2)
-		mustEqual(t, "standard count", strings.Count(r.Header.Get("webhook-signature"), "v1,"), 2)
-		for _, s := range []string{oldSecret, newSecret} {
-			if err := sign.Verify(s, sig, r.Body, clk.Now()); err != nil {
-				t.Fatal(err)
-			}
-			if err := sign.VerifyStandard(s, r.Header, r.Body, clk.Now()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// After 24h only the new secret signs.
-		clk.Advance(24*time.Hour + time.Second)
-		f.emit(outbox.ActCreated, 1, nil, nil)
-		w.RunOnce(f.ctx)
-		r = rc.requests()[1]
-		if err := sign.Verify(oldSecret, r.Header.Get("X-Signature"), r.Body, clk.Now()); err == nil {
-			t.Fatal("the old secret still signs after the overlap")
-		}
-		if err := sign.Verify(newSecret, r.Header.Get("X-Signature"), r.Body, clk.Now()); err != nil {
-			t.Fatal(err)
+		for _, overlap := range registry.RotationOverlaps {
+			t.Run(overlap.String(), func(t *testing.T) {
+				rc := newReceiver(t, false)
+				wh, oldSecret := f.register(outbox.ActCreated, rc.URL)
+				// The next overlap's events go to its registration alone.
+				off := false
+				t.Cleanup(func() {
+					if _, err := f.store.Update(f.ctx, f.owner(), wh.ID, nil, &off); err != nil {
+						t.Error(err)
+					}
+				})
+				clk := newClock()
+				before := time.Now().UTC().Truncate(time.Microsecond)
+				rotated, newSecret, err := f.store.Rotate(f.ctx, f.owner(), wh.ID, overlap)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := time.Now().UTC()
+				if overlap == 0 {
+					if rotated.PreviousSecretExpiresAt != nil || rotated.PreviousSecretCiphertext != nil {
+						t.Fatalf("now: previous secret kept until %v", rotated.PreviousSecretExpiresAt)
+					}
+				} else if at := rotated.PreviousSecretExpiresAt; at == nil || at.Before(before.Add(overlap)) || at.After(after.Add(overlap)) {
+					t.Fatalf("previous secret expires at %v, want rotation + %v (%v)", at, overlap, before.Add(overlap))
+				}
+				w := f.worker(delivery.WithNow(clk.Now))
+				f.emit(outbox.ActCreated, 1, nil, nil)
+				w.RunOnce(f.ctx)
+				r := rc.requests()[0]
+				sig := r.Header.Get("X-Signature")
+				want := 2
+				if overlap == 0 {
+					want = 1
+				}
+				mustEqual(t, "v1 count", strings.Count(sig, "v1="), want)
+				mustEqual(t, "standard count", strings.Count(r.Header.Get("webhook-signature"), "v1,"), want)
+				if err := sign.Verify(newSecret, sig, r.Body, clk.Now()); err != nil {
+					t.Fatal(err)
+				}
+				if err := sign.VerifyStandard(newSecret, r.Header, r.Body, clk.Now()); err != nil {
+					t.Fatal(err)
+				}
+				oldErr := sign.Verify(oldSecret, sig, r.Body, clk.Now())
+				if overlap > 0 && oldErr != nil {
+					t.Fatalf("during the overlap the old secret does not sign: %v", oldErr)
+				}
+				if overlap == 0 {
+					if oldErr == nil {
+						t.Fatal("the old secret still signs after a rotation with no overlap")
+					}
+					return
+				}
+				// Just before the end both still sign; just after only the new one.
+				clk.Set(rotated.PreviousSecretExpiresAt.Add(-time.Minute))
+				f.emit(outbox.ActCreated, 1, nil, nil)
+				w.RunOnce(f.ctx)
+				mustEqual(t, "v1 count before the end", strings.Count(rc.requests()[1].Header.Get("X-Signature"), "v1="), 2)
+				clk.Set(rotated.PreviousSecretExpiresAt.Add(time.Second))
+				f.emit(outbox.ActCreated, 1, nil, nil)
+				w.RunOnce(f.ctx)
+				r = rc.requests()[2]
+				mustEqual(t, "v1 count after the end", strings.Count(r.Header.Get("X-Signature"), "v1="), 1)
+				if err := sign.Verify(oldSecret, r.Header.Get("X-Signature"), r.Body, clk.Now()); err == nil {
+					t.Fatal("the old secret still signs after the overlap")
+				}
+				if err := sign.Verify(newSecret, r.Header.Get("X-Signature"), r.Body, clk.Now()); err != nil {
+					t.Fatal(err)
+				}
+			})
 		}
 	})
 }

@@ -2,7 +2,8 @@
 // create, list, read, change, delete, rotate a registration's secret, list
 // its deliveries and queue one again. Every query is tenant-scoped through
 // tenant.Scope; signing secrets are stored sealed (internal/webhooks/secretbox)
-// and leave this package only at creation and rotation.
+// and leave this package only at creation, at rotation, and when a person
+// reveals them after re-authenticating (Reveal, audited).
 package registry
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,9 +33,24 @@ import (
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
-// RotationOverlap is how long the previous secret keeps signing after a
-// rotation, so that receivers can switch secrets without losing deliveries.
-const RotationOverlap = 24 * time.Hour
+// Rotation overlaps: how long the previous secret keeps signing after a
+// rotation, so that receivers can switch secrets without losing
+// deliveries. The caller picks one of RotationOverlaps (the API's
+// previous_secret_expires_in enum, the console's choices); 0 stops the
+// previous secret at once, for a secret that leaked.
+const (
+	OverlapNone time.Duration = 0
+	OverlapDay                = 24 * time.Hour
+	OverlapWeek               = 7 * 24 * time.Hour
+	// DefaultRotationOverlap is the overlap of a rotation that chose none.
+	DefaultRotationOverlap = OverlapDay
+)
+
+// RotationOverlaps are the overlaps a rotation may choose, shortest first.
+var RotationOverlaps = []time.Duration{OverlapNone, OverlapDay, OverlapWeek}
+
+// ValidOverlap reports whether d is one of RotationOverlaps.
+func ValidOverlap(d time.Duration) bool { return slices.Contains(RotationOverlaps, d) }
 
 // Webhook is a registration as the API shows it (never with its secret).
 type Webhook struct {
@@ -410,12 +427,17 @@ func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err er
 }
 
 // Rotate issues a new secret. The current one becomes the previous secret
-// and keeps signing for RotationOverlap; a still-valid older previous secret
-// is dropped (only two secrets ever sign).
-func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64) (w *Webhook, secret string, err error) {
+// and keeps signing for overlap (one of RotationOverlaps; 0: it stops now
+// and no previous secret is kept); a still-valid older previous secret is
+// dropped (only two secrets ever sign).
+func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64, overlap time.Duration) (w *Webhook, secret string, err error) {
 	defer apperr.Wrap(&err, "registry.Rotate(%d)", id)
 	if err := s.mayChange(p, "rotateWebhookSecret"); err != nil {
 		return nil, "", err
+	}
+	if !ValidOverlap(overlap) {
+		return nil, "", apperr.E(apperr.Invalid, "The overlap of the secrets is not one of the choices.").
+			WithField("previous_secret_expires_in", "must be 0, 24 hours or 7 days")
 	}
 	secret, err = sign.NewSecret()
 	if err != nil {
@@ -434,9 +456,12 @@ func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64) (w *Web
 		}
 		set := map[string]any{
 			"secret_ciphertext":          ct,
-			"previous_secret_ciphertext": cur.SecretCiphertext,
-			"previous_secret_expires_at": now.Add(RotationOverlap),
+			"previous_secret_ciphertext": nil,
+			"previous_secret_expires_at": nil,
 			"updated_at":                 now,
+		}
+		if overlap > 0 {
+			set["previous_secret_ciphertext"], set["previous_secret_expires_at"] = cur.SecretCiphertext, now.Add(overlap)
 		}
 		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
 			return err
@@ -451,6 +476,71 @@ func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64) (w *Web
 		return nil, "", err
 	}
 	return w, secret, nil
+}
+
+// Revealed is a registration's signing secrets as Reveal shows them.
+type Revealed struct {
+	// Current signs every delivery.
+	Current string
+	// Previous signs beside it until PreviousExpiresAt, during a rotation
+	// overlap; "" (and nil) when no previous secret signs any more.
+	Previous          string
+	PreviousExpiresAt *time.Time
+}
+
+// Reveal returns the registration's signing secrets to a caller who may
+// rotate them (the operation policy's rule for rotateWebhookSecret, and
+// ownership: a member reveals only the registrations it created), once
+// proof has accepted the caller's re-authentication (the console: the
+// password typed again). The reveal is recorded in the audit log in the
+// transaction that reads the secrets (never the secrets themselves).
+//
+// proof runs after the rules, so that a refused role or an invisible
+// registration is refused before any password is checked, and outside
+// the transaction (checking a password is slow). Its refusal of kind
+// Unauthenticated (a wrong password) is recorded as a failed reveal and
+// returned; any other error (too many attempts, an outage) is returned
+// unrecorded, like a sign-in refused before its check.
+func (s *Store) Reveal(ctx context.Context, p *auth.Principal, id int64, proof func(context.Context) error) (out *Revealed, err error) {
+	defer apperr.Wrap(&err, "registry.Reveal(%d)", id)
+	if err := s.mayChange(p, "rotateWebhookSecret"); err != nil {
+		return nil, err
+	}
+	if _, err := s.get(ctx, s.db.DB, p, id); err != nil {
+		return nil, err
+	}
+	if err := proof(ctx); err != nil {
+		if apperr.Is(err, apperr.Unauthenticated) {
+			typ, tid := audit.Target(audit.TargetWebhook, id)
+			if rerr := audit.RecordAlone(ctx, s.db, audit.Entry{Action: audit.WebhookSecretRevealed, TargetType: typ, TargetID: tid,
+				Outcome: audit.Failure, Actor: audit.ActorOf(p)}); rerr != nil {
+				return nil, rerr
+			}
+		}
+		return nil, err
+	}
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		w, err := s.get(ctx, tx, p, id)
+		if err != nil {
+			return err
+		}
+		// The secrets that sign now, as the delivery worker reads them.
+		secrets, err := s.Secrets(w, now)
+		if err != nil {
+			return err
+		}
+		out = &Revealed{Current: secrets[0]}
+		if len(secrets) > 1 {
+			at := w.PreviousSecretExpiresAt.UTC()
+			out.Previous, out.PreviousExpiresAt = secrets[1], &at
+		}
+		return record(ctx, tx, p, audit.WebhookSecretRevealed, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Delivery is one delivery log entry.

@@ -41,8 +41,8 @@ const MaxAttempts = len(schedule) + 1
 const Jitter = 0.2
 
 // MaxRetryAfter caps a receiver's Retry-After. Without a cap a receiver could
-// park a delivery for years (or overflow the arithmetic); 24 h is the secret
-// rotation overlap and longer than any single step of the schedule.
+// park a delivery for years (or overflow the arithmetic); 24 h is the default
+// secret rotation overlap and longer than any single step of the schedule.
 const MaxRetryAfter = 24 * time.Hour
 
 // Delay returns the jittered delay after failed attempt number attempt
