@@ -19,9 +19,15 @@ import (
 // browser and signs p in.
 func signIn(t *testing.T, o *org, p person, path string) (*browsertest.Browser, string) {
 	t.Helper()
+	return signInWith(t, browsertest.Options{}, o, p, path)
+}
+
+// signInWith is signIn with a browser of the given options.
+func signInWith(t *testing.T, opts browsertest.Options, o *org, p person, path string) (*browsertest.Browser, string) {
+	t.Helper()
 	srv, _ := url.Parse(o.Server.URL)
 	base := "http://" + o.Tenant.Slug + ".localhost:" + srv.Port()
-	b := browsertest.New(t, browsertest.Options{})
+	b := browsertest.New(t, opts)
 	b.Open(base + path)
 	b.Fill("#email", p.email)
 	b.Fill("#password", password)
