@@ -613,7 +613,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookWithBody Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -622,7 +622,7 @@ type ClientInterface interface {
 
 	// UpdateWebhook Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1853,7 +1853,7 @@ func (c *APIClient) GetWebhook(ctx context.Context, id WebhookId, reqEditors ...
 
 // UpdateWebhookWithBody Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1872,7 +1872,7 @@ func (c *APIClient) UpdateWebhookWithBody(ctx context.Context, id WebhookId, con
 
 // UpdateWebhook Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5867,7 +5867,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookWithBodyWithResponse Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5876,7 +5876,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookWithResponse Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -16160,7 +16160,7 @@ func (c *ClientWithResponses) GetWebhookWithResponse(ctx context.Context, id Web
 
 // UpdateWebhookWithBodyWithResponse Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16175,7 +16175,7 @@ func (c *ClientWithResponses) UpdateWebhookWithBodyWithResponse(ctx context.Cont
 
 // UpdateWebhookWithResponse Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

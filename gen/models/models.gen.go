@@ -2380,10 +2380,13 @@ type WebhookTestPayload struct {
 	WebhookId int64 `json:"webhook_id"`
 }
 
-// WebhookUpdate Changes to a registration.
+// WebhookUpdate Changes to a registration: each property given is changed, the others are kept. `event` is the kind the registration subscribes to from now on (one of `EventKind`, as at creation; `webhook.test` cannot be subscribed to): events of that kind emitted after the change are delivered to it, events of the previous kind no longer are, and deliveries already queued for the previous kind are left as they are.
 type WebhookUpdate struct {
 	// Active Activate or deactivate.
 	Active *bool `json:"active,omitempty"`
+
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
+	Event *EventKind `json:"event,omitempty"`
 
 	// Target A new HTTPS URL.
 	Target *string `json:"target,omitempty"`

@@ -124,10 +124,15 @@ func (h *Handlers) GetWebhook(ctx context.Context, req apiserver.GetWebhookReque
 
 // UpdateWebhook is PATCH /webhooks/{id}.
 func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhookRequestObject) (apiserver.UpdateWebhookResponseObject, error) {
-	if req.Body == nil || (req.Body.Target == nil && req.Body.Active == nil) {
-		return nil, apperr.E(apperr.Invalid, "Give target and/or active.")
+	if req.Body == nil || (req.Body.Event == nil && req.Body.Target == nil && req.Body.Active == nil) {
+		return nil, apperr.E(apperr.Invalid, "Give event, target and/or active.")
 	}
-	w, err := h.svc.Webhooks.Update(ctx, auth.MustFromContext(ctx), req.Id, req.Body.Target, req.Body.Active)
+	ch := registry.Patch{Target: req.Body.Target, Active: req.Body.Active}
+	if req.Body.Event != nil {
+		e := string(*req.Body.Event)
+		ch.Event = &e
+	}
+	w, err := h.svc.Webhooks.Update(ctx, auth.MustFromContext(ctx), req.Id, ch)
 	if err != nil {
 		return nil, err
 	}

@@ -435,3 +435,52 @@ func TestWebhookOwnership(t *testing.T) {
 		acme.Do("DELETE", adminPath, admin, nil).Status(t, 204)
 	}, withSecret(false))
 }
+
+// TestWebhookChangeEvent: PATCH event moves a registration to another
+// kind: events of the new kind are queued for it from then on, events of
+// the previous kind no longer are, and a delivery queued before the change
+// stays queued. A kind that cannot be subscribed to is a 400 naming event
+// and changes nothing (neither the event nor a target sent beside it).
+func TestWebhookChangeEvent(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		acme := newWebhookEnv(t, env, "acme")
+		wh := acme.create(t, "act.created", "https://hooks.example.com/")
+		path := fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id)
+		before := emit(t, acme.TenantEnv, "act.created", map[string]any{"act": map[string]any{"uuid": uuid.NewString()}})
+
+		var upd models.Webhook
+		acme.Do("PATCH", path, acme.tok, map[string]any{"event": "client.created"}).Status(t, 200).Decode(t, &upd)
+		if upd.Event != "client.created" || upd.Target != wh.Target || !upd.Active {
+			t.Fatalf("patched %+v", upd)
+		}
+		for _, body := range []any{
+			map[string]any{"event": "act.exploded"},
+			map[string]any{"event": "webhook.test"},
+			map[string]any{"event": ""},
+			map[string]any{"event": nil},
+			map[string]any{"event": "act.exploded", "target": "https://moved.example.com/"},
+		} {
+			e := acme.Do("PATCH", path, acme.tok, body).Status(t, 400).Err(t)
+			if len(e.Errors["event"]) == 0 {
+				t.Errorf("%v: errors %v, want errors.event", body, e.Errors)
+			}
+		}
+		var got models.Webhook
+		acme.Do("GET", path, acme.tok, nil).Status(t, 200).Decode(t, &got)
+		if got.Event != "client.created" || got.Target != wh.Target {
+			t.Fatalf("after refused changes: %+v", got)
+		}
+
+		newKind := emit(t, acme.TenantEnv, "client.created", map[string]any{"client": map[string]any{"id": 1}})
+		emit(t, acme.TenantEnv, "act.created", map[string]any{"act": map[string]any{"uuid": uuid.NewString()}})
+		var log models.DeliveryList
+		acme.Do("GET", path+"/deliveries", acme.tok, nil).Status(t, 200).Decode(t, &log)
+		events := map[uuid.UUID]models.DeliveryEventKind{}
+		for _, d := range log.Data {
+			events[d.EventId] = d.Event
+		}
+		if len(log.Data) != 2 || events[before] != "act.created" || events[newKind] != "client.created" {
+			t.Fatalf("deliveries %+v: want the one queued before the change and the new kind's", log.Data)
+		}
+	}, withSecret(false))
+}

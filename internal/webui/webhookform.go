@@ -9,6 +9,7 @@ import (
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/web"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
+	"github.com/finsvc/finsvc/internal/webhooks/registry"
 )
 
 // EventType is an event kind a registration may subscribe to, as the
@@ -44,6 +45,21 @@ type newWebhookPage struct {
 	Events        []EventType
 	Event, Target string
 	Errors        fieldErrors
+}
+
+// eventChoice is the event a form chooses, among the catalog's types
+// (template "event-choice", on the create form and the registration's
+// edit form): Prefix keeps its element ids apart from the page's others.
+type eventChoice struct {
+	Prefix string
+	Events []EventType
+	Event  string
+	Error  string
+}
+
+// EventChoice is the create form's event field.
+func (p *newWebhookPage) EventChoice() eventChoice {
+	return eventChoice{Events: p.Events, Event: p.Event, Error: p.Errors["event"]}
 }
 
 // fieldErrors is one sentence per refused field, shown beside it.
@@ -101,8 +117,8 @@ func (cs *Console) createWebhook(r *req) error {
 		Notice: fmt.Sprintf("Webhook %d was created: %s events go to %s. Copy its signing secret now; it verifies every delivery.", w.ID, w.Event, w.Target)})
 }
 
-// changeTarget moves a registration to another URL (the API's PATCH
-// target); the event cannot change: register another webhook instead.
+// changeTarget changes a registration's event and target (the API's PATCH
+// event and target) from its edit form.
 func (cs *Console) changeTarget(r *req) error {
 	id, err := idParam(r.Context, "id")
 	if err != nil {
@@ -111,15 +127,19 @@ func (cs *Console) changeTarget(r *req) error {
 	if err := cs.permitOr403(r, "updateWebhook"); err != nil {
 		return err
 	}
-	target := r.FormValue("target")
-	w, err := cs.d.Webhooks.Update(r.Request().Context(), r.p, id, &target, nil)
+	event, target := r.FormValue("event"), r.FormValue("target")
+	ch := registry.Patch{Target: &target}
+	if event != "" { // a form without the field keeps the event
+		ch.Event = &event
+	}
+	w, err := cs.d.Webhooks.Update(r.Request().Context(), r.p, id, ch)
 	if apperr.Is(err, apperr.Invalid) {
-		return cs.webhookForm(r, "The target was not changed: correct the field marked below.", target, fieldsOf(err))
+		return cs.webhookForm(r, "The webhook was not changed: correct the fields marked below.", edit{Event: event, Target: target}, fieldsOf(err))
 	}
 	if err != nil {
 		return err
 	}
-	return cs.done(r, webhookPath(id), flash{Notice: "Deliveries now go to " + w.Target + "."})
+	return cs.done(r, webhookPath(id), flash{Notice: fmt.Sprintf("Webhook %d now receives %s events at %s.", id, w.Event, w.Target)})
 }
 
 // replayWindows are the "replay all failed since …" choices.

@@ -101,3 +101,64 @@ func TestWebhookCreateAndEdit(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookEditEvent: the registration's edit form offers the catalog's
+// event types with their descriptions, the current one chosen; the event
+// changes with the target, a refused one is named beside its field and
+// changes nothing, and the change is confirmed on the page it returns to.
+func TestWebhookEditEvent(t *testing.T) {
+	for _, dialect := range testdb.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			env := newEnv(t, apitest.WithDB(testdb.Open(t, dialect)))
+			acme := newOrg(t, env, "acme")
+			member := acme.client(t)
+			member.login(acme.member)
+			tok := csrf(t, member.do("GET", "/console/webhooks/new", nil).body)
+			r := member.do("POST", "/console/webhooks", url.Values{"csrf_token": {tok}, "event": {outbox.ActCreated}, "target": {"https://127.0.0.1:9/mine"}})
+			if r.code != http.StatusSeeOther {
+				t.Fatalf("create: %d", r.code)
+			}
+			path := r.location
+			var id int64
+			fmt.Sscanf(path, "/console/webhooks/%d", &id)
+			api := fmt.Sprintf("/api/1.0/webhooks/%d", id)
+
+			page := html.UnescapeString(member.do("GET", path, nil).body)
+			form := page[strings.Index(page, `id="change-target"`):]
+			form = form[:strings.Index(form, "</form>")]
+			if !strings.Contains(form, `id="edit-event-act.created" checked`) || strings.Count(form, " checked") != 1 ||
+				!strings.Contains(form, `id="edit-event-client.updated"`) || !strings.Contains(form, "Sent when an act is created (not when one is duplicated).") {
+				t.Fatalf("edit form without the event choice: %s", form)
+			}
+			if strings.Contains(page, "create another webhook") {
+				t.Error("the page still says the event cannot change")
+			}
+
+			tok = csrf(t, page)
+			r = member.do("POST", path+"/target", url.Values{"csrf_token": {tok}, "event": {"act.exploded"}, "target": {"https://127.0.0.1:9/moved"}})
+			body := html.UnescapeString(r.body)
+			if r.code != http.StatusBadRequest || !regexp.MustCompile(`<p class="field-error" id="edit-event-error">[A-Z][^<]+\.</p>`).MatchString(body) ||
+				!strings.Contains(body, `value="https://127.0.0.1:9/moved"`) {
+				t.Fatalf("refused event: %d %s", r.code, body)
+			}
+			var got models.Webhook
+			acme.Do("GET", api, acme.member.token, nil).Status(t, http.StatusOK).Decode(t, &got)
+			if got.Event != outbox.ActCreated || got.Target != "https://127.0.0.1:9/mine" {
+				t.Fatalf("after the refusal: %+v", got)
+			}
+
+			r = member.do("POST", path+"/target", url.Values{"csrf_token": {tok}, "event": {outbox.ClientUpdated}, "target": {"https://127.0.0.1:9/mine"}})
+			if r.code != http.StatusSeeOther || r.location != path {
+				t.Fatalf("change event: %d %q", r.code, r.location)
+			}
+			after := html.UnescapeString(member.do("GET", path, nil).body)
+			if !strings.Contains(after, fmt.Sprintf("Webhook %d now receives client.updated events", id)) || !strings.Contains(after, `id="edit-event-client.updated" checked`) {
+				t.Fatalf("no confirmation of the change, or the form shows the old event")
+			}
+			acme.Do("GET", api, acme.member.token, nil).Status(t, http.StatusOK).Decode(t, &got)
+			if got.Event != outbox.ClientUpdated || got.Target != "https://127.0.0.1:9/mine" {
+				t.Fatalf("after the change: %+v", got)
+			}
+		})
+	}
+}

@@ -32,9 +32,10 @@ type webhooksPage struct {
 
 type webhookPage struct {
 	W webhookRow
-	// The target form as sent, and its field's refusal.
-	Target     string
+	// The edit form (event and target) as sent, and its fields' refusals.
 	Errors     fieldErrors
+	Edit       edit
+	EventTypes []EventType
 	Deliveries []registry.Delivery
 	// The log's filter as typed, its choices, and the cursor links.
 	Filter    logFilter
@@ -80,13 +81,22 @@ func (cs *Console) webhook(r *req) error {
 	return cs.webhookView(r, "")
 }
 
+// edit is the registration's edit form as sent; "" is the registration's
+// own value.
+type edit struct{ Event, Target string }
+
+// EventChoice is the edit form's event field, the current event chosen.
+func (p *webhookPage) EventChoice() eventChoice {
+	return eventChoice{Prefix: "edit-", Events: p.EventTypes, Event: p.Edit.Event, Error: p.Errors["event"]}
+}
+
 func (cs *Console) webhookView(r *req, msg string) error {
-	return cs.webhookForm(r, msg, "", nil)
+	return cs.webhookForm(r, msg, edit{}, nil)
 }
 
 // webhookForm is the registration's page with a refusal: msg in the banner,
-// and the target form as sent with its field's sentence.
-func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error {
+// and the edit form as sent with its fields' sentences.
+func (cs *Console) webhookForm(r *req, msg string, sent edit, fe fieldErrors) error {
 	id, err := idParam(r.Context, "id")
 	if err != nil {
 		return err
@@ -96,15 +106,18 @@ func (cs *Console) webhookForm(r *req, msg, target string, fe fieldErrors) error
 	if err != nil {
 		return err
 	}
-	if target == "" {
-		target = w.Target
+	if sent.Target == "" {
+		sent.Target = w.Target
+	}
+	if sent.Event == "" {
+		sent.Event = w.Event
 	}
 	var choices []replayChoice
 	for _, c := range replayWindows {
 		choices = append(choices, replayChoice{c.Value, c.Label})
 	}
 	now := time.Now()
-	p := &webhookPage{W: row(*w), Target: target, Errors: fe, Replay: choices, Statuses: outbox.Statuses,
+	p := &webhookPage{W: row(*w), Edit: sent, EventTypes: cs.eventTypes(), Errors: fe, Replay: choices, Statuses: outbox.Statuses,
 		CanWrite: r.permit("updateWebhook"), CanTest: r.permit("testWebhook"), CanDelete: r.permit("deleteWebhook"), CanReveal: r.permit("rotateWebhookSecret"), Now: now,
 		Tests: cs.testChoices(), Breaker: breakerOf(*w, now)}
 	p.Events = append([]string{outbox.WebhookTest}, outbox.Kinds...)
@@ -248,7 +261,7 @@ func (cs *Console) setActive(active bool) handler {
 		if err := cs.permitOr403(r, "updateWebhook"); err != nil {
 			return err
 		}
-		if _, err := cs.d.Webhooks.Update(r.Request().Context(), r.p, id, nil, &active); err != nil {
+		if _, err := cs.d.Webhooks.Update(r.Request().Context(), r.p, id, registry.Patch{Active: &active}); err != nil {
 			return cs.refused(r, err)
 		}
 		notice := "The registration was disabled; its pending deliveries were cancelled."

@@ -2390,10 +2390,13 @@ type WebhookTestPayload struct {
 	WebhookId int64 `json:"webhook_id"`
 }
 
-// WebhookUpdate Changes to a registration.
+// WebhookUpdate Changes to a registration: each property given is changed, the others are kept. `event` is the kind the registration subscribes to from now on (one of `EventKind`, as at creation; `webhook.test` cannot be subscribed to): events of that kind emitted after the change are delivered to it, events of the previous kind no longer are, and deliveries already queued for the previous kind are left as they are.
 type WebhookUpdate struct {
 	// Active Activate or deactivate.
 	Active *bool `json:"active,omitempty"`
+
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
+	Event *EventKind `json:"event,omitempty"`
 
 	// Target A new HTTPS URL.
 	Target *string `json:"target,omitempty"`
@@ -3968,7 +3971,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookWithBody Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3977,7 +3980,7 @@ type ClientInterface interface {
 
 	// UpdateWebhook Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5208,7 +5211,7 @@ func (c *APIClient) GetWebhook(ctx context.Context, id WebhookId, reqEditors ...
 
 // UpdateWebhookWithBody Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5227,7 +5230,7 @@ func (c *APIClient) UpdateWebhookWithBody(ctx context.Context, id WebhookId, con
 
 // UpdateWebhook Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9222,7 +9225,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookWithBodyWithResponse Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9231,7 +9234,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookWithResponse Update a webhook registration
 	//
-	// Changes the target or (re)activates or deactivates the registration.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -19515,7 +19518,7 @@ func (c *ClientWithResponses) GetWebhookWithResponse(ctx context.Context, id Web
 
 // UpdateWebhookWithBodyWithResponse Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19530,7 +19533,7 @@ func (c *ClientWithResponses) UpdateWebhookWithBodyWithResponse(ctx context.Cont
 
 // UpdateWebhookWithResponse Update a webhook registration
 //
-// Changes the target or (re)activates or deactivates the registration.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

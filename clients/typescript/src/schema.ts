@@ -592,7 +592,7 @@ export interface paths {
         head?: never;
         /**
          * Update a webhook registration
-         * @description Changes the target or (re)activates or deactivates the registration.
+         * @description Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -1943,8 +1943,9 @@ export interface components {
              */
             target: string;
         };
-        /** @description Changes to a registration. */
+        /** @description Changes to a registration: each property given is changed, the others are kept. `event` is the kind the registration subscribes to from now on (one of `EventKind`, as at creation; `webhook.test` cannot be subscribed to): events of that kind emitted after the change are delivered to it, events of the previous kind no longer are, and deliveries already queued for the previous kind are left as they are. */
         WebhookUpdate: {
+            event?: components["schemas"]["EventKind"];
             /** @description A new HTTPS URL. */
             target?: string;
             /** @description Activate or deactivate. */

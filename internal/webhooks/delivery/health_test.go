@@ -129,7 +129,7 @@ func TestEndpointFailingForFiveDaysIsDisabled(t *testing.T) {
 
 		// Re-enabling by PATCH starts afresh.
 		active := true
-		up, err := f.store.Update(f.ctx, f.owner(), wh.ID, nil, &active)
+		up, err := f.store.Update(f.ctx, f.owner(), wh.ID, registry.Patch{Active: &active})
 		if err != nil {
 			t.Fatal(err)
 		}

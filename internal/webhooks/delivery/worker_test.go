@@ -378,7 +378,7 @@ func TestRotationOverlapSignsWithBothSecrets(t *testing.T) {
 				// The next overlap's events go to its registration alone.
 				off := false
 				t.Cleanup(func() {
-					if _, err := f.store.Update(f.ctx, f.owner(), wh.ID, nil, &off); err != nil {
+					if _, err := f.store.Update(f.ctx, f.owner(), wh.ID, registry.Patch{Active: &off}); err != nil {
 						t.Error(err)
 					}
 				})

@@ -178,6 +178,17 @@ func OpenSecrets(box *secretbox.Box, w *Webhook, now time.Time) ([]string, error
 	return out, nil
 }
 
+// checkEvent is the rule for the event a registration subscribes to, at
+// creation and at a change: one of the subscribable kinds (outbox.Kinds;
+// webhook.test is sent only by a test, never subscribed to). It returns
+// the field's message, or "".
+func checkEvent(event string) string {
+	if !outbox.ValidKind(event) {
+		return fmt.Sprintf("must be one of %v", outbox.Kinds)
+	}
+	return ""
+}
+
 // Create registers target for event on behalf of p and returns the
 // registration with its new secret, shown only now.
 func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target string) (w *Webhook, secret string, err error) {
@@ -186,8 +197,8 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 		return nil, "", err
 	}
 	fe := apperr.FieldErrors{}
-	if !outbox.ValidKind(event) {
-		fe.Add("event", fmt.Sprintf("must be one of %v", outbox.Kinds))
+	if msg := checkEvent(event); msg != "" {
+		fe.Add("event", msg)
 	}
 	target, msg := s.checkTarget(ctx, target)
 	if msg != "" {
@@ -321,19 +332,44 @@ func (s *Store) get(ctx context.Context, q *gorm.DB, p *auth.Principal, id int64
 	return &w, nil
 }
 
-// Update changes the target and/or the active flag. Deactivating cancels the
-// registration's pending deliveries; activating clears disabled_reason.
-func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, target *string, active *bool) (w *Webhook, err error) {
+// Patch is a change of a registration: each field given (non-nil) is
+// changed, the others are kept.
+type Patch struct {
+	// Event is the kind the registration subscribes to from now on, checked
+	// as at creation. Deliveries already queued for the previous kind are
+	// left as they are (delivered, retried or cancelled as before): a change
+	// decides which events are queued for the registration from now on.
+	Event *string
+	// Target is the new URL, checked and normalised as at creation.
+	Target *string
+	// Active activates or deactivates the registration.
+	Active *bool
+}
+
+// Update applies ch. Deactivating cancels the registration's pending
+// deliveries; activating clears disabled_reason. A refused field changes
+// nothing, and every refused field is named.
+func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patch) (w *Webhook, err error) {
 	defer apperr.Wrap(&err, "registry.Update(%d)", id)
 	if err := s.mayChange(p, "updateWebhook"); err != nil {
 		return nil, err
 	}
+	event, target, active := ch.Event, ch.Target, ch.Active
+	fe := apperr.FieldErrors{}
+	if event != nil {
+		if msg := checkEvent(*event); msg != "" {
+			fe.Add("event", msg)
+		}
+	}
 	if target != nil {
 		norm, msg := s.checkTarget(ctx, *target)
 		if msg != "" {
-			return nil, apperr.E(apperr.Invalid, "The webhook registration is invalid.").WithField("target", msg)
+			fe.Add("target", msg)
 		}
 		target = &norm
+	}
+	if err := fe.Err(apperr.Invalid, "The webhook registration is invalid."); err != nil {
+		return nil, err
 	}
 	now := s.clock()
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -342,6 +378,14 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, target 
 			return err
 		}
 		set := map[string]any{"updated_at": now}
+		if event != nil {
+			// Emit selects registrations by their event when it writes an
+			// event, so events of the new kind are queued from the commit
+			// on; the deliveries already queued (of the old kind) are left
+			// alone: the attempts before each one check eligibility, not
+			// the event.
+			set["event"] = *event
+		}
 		if target != nil {
 			set["target"] = *target
 		}

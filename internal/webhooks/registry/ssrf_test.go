@@ -85,11 +85,11 @@ func TestRegistrationRefusesNamesThatResolveToBlockedAddresses(t *testing.T) {
 		}
 		// PATCH applies the same rule.
 		bad := "https://sneaky.example.com/"
-		if _, err := reg.Update(ctx, p, w.ID, &bad, nil); !apperr.Is(err, apperr.Invalid) {
+		if _, err := reg.Update(ctx, p, w.ID, registry.Patch{Target: &bad}); !apperr.Is(err, apperr.Invalid) {
 			t.Fatalf("Update to a name resolving to loopback: %v", err)
 		}
 		good := "https://HOOKS.example.com./v2"
-		got, err := reg.Update(ctx, p, w.ID, &good, nil)
+		got, err := reg.Update(ctx, p, w.ID, registry.Patch{Target: &good})
 		if err != nil || got.Target != "https://hooks.example.com/v2" {
 			t.Fatalf("Update = %+v, %v", got, err)
 		}
