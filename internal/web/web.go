@@ -132,8 +132,9 @@ func SetHeaders(h http.Header) {
 // scriptPolicy adds this site's scripts, for a page that loads
 // CopyScriptPath (an inline script stays refused).
 const (
-	pagePolicy   = "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
-	scriptPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
+	pagePolicy   = "default-src 'none'; " + policyRest
+	scriptPolicy = "default-src 'none'; script-src 'self'; " + policyRest
+	policyRest   = "style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
 )
 
 // Render executes the page template name with data into a buffer (a
