@@ -42,10 +42,7 @@ func TestDeliveryLogFilters(t *testing.T) {
 			env := newEnv(t, apitest.WithDB(testdb.Open(t, dialect)))
 			acme, other := newOrg(t, env, "acme"), newOrg(t, env, "other")
 			wh := acme.webhook(t, acme.admin, "https://127.0.0.1:9/hook")
-			var foreign int64
-			for range 3 {
-				foreign = other.webhook(t, other.admin, "https://127.0.0.1:9/other").Id
-			}
+			foreign := other.foreignWebhook(t)
 			path := fmt.Sprintf("/console/webhooks/%d", wh.Id)
 			admin := acme.client(t)
 			admin.login(acme.admin)

@@ -78,6 +78,19 @@ type client struct {
 	hc *http.Client
 }
 
+// foreignWebhook registers three webhooks in o and returns the last one's
+// id. Ids are numbered per tenant, so the third lies past the ids the
+// other tenant of a test holds: a 404 for it is the tenant check, not a
+// missing id.
+func (o *org) foreignWebhook(t testing.TB) int64 {
+	t.Helper()
+	var id int64
+	for range 3 {
+		id = o.webhook(t, o.admin, "https://127.0.0.1:9/other").Id
+	}
+	return id
+}
+
 func (o *org) client(t testing.TB) *client {
 	jar, _ := cookiejar.New(nil)
 	return &client{t: t, o: o, hc: &http.Client{Jar: jar, Transport: &apitest.ValidatingTransport{T: t, Host: o.Host},

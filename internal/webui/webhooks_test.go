@@ -23,10 +23,7 @@ func TestWebhookPagesRoles(t *testing.T) {
 			acme, other := newOrg(t, env, "acme"), newOrg(t, env, "other")
 			mine := acme.webhook(t, acme.admin, "https://127.0.0.1:9/admin")
 			theirs := acme.webhook(t, acme.member, "https://127.0.0.1:9/member")
-			var foreign int64
-			for range 3 {
-				foreign = other.webhook(t, other.admin, "https://127.0.0.1:9/other").Id
-			}
+			foreign := other.foreignWebhook(t)
 			path := func(id int64) string { return fmt.Sprintf("/console/webhooks/%d", id) }
 
 			anon := acme.client(t)
