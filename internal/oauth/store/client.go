@@ -156,9 +156,7 @@ func (s *Store) Client(ctx context.Context, id string) (*Client, error) {
 		return c, nil
 	}
 	var c Client
-	err := clientRead.One(ctx, s.conn(ctx), []any{id},
-		&c.TenantID, &c.ID, &c.Name, &c.SecretHash, &c.RedirectURIs, &c.Scopes, &c.CreatedBy,
-		&c.CreatedAt, &c.UpdatedAt, &c.PreviousSecretHash, &c.PreviousSecretExpiresAt)
+	err := clientRead.One(ctx, s.conn(ctx), []any{id}, c.fields()...)
 	if errors.Is(err, db.ErrNoRows) {
 		return nil, fosite.ErrNotFound
 	}
@@ -173,8 +171,24 @@ func (s *Store) Client(ctx context.Context, id string) (*Client, error) {
 // clientRead is Client's read, written as SQL (tenant.Query): every token
 // request and every authorization looks its app up once, and outside a
 // transaction on PostgreSQL the read runs on pgx itself.
-var clientRead = tenant.NewQuery("SELECT tenant_id, id, name, secret_hash, redirect_uris, scopes, created_by, " +
-	"created_at, updated_at, previous_secret_hash, previous_secret_expires_at FROM oauth_clients WHERE tenant_id = ? AND id = ? LIMIT 1")
+var clientRead = tenant.NewQuery("SELECT " + clientColumns("") + " FROM oauth_clients WHERE tenant_id = ? AND id = ? LIMIT 1")
+
+// clientColumns are Client's columns in the order of fields, each after
+// prefix (a table alias and its dot, or "").
+func clientColumns(prefix string) string {
+	cols := []string{"tenant_id", "id", "name", "secret_hash", "redirect_uris", "scopes", "created_by",
+		"created_at", "updated_at", "previous_secret_hash", "previous_secret_expires_at"}
+	for i, c := range cols {
+		cols[i] = prefix + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// fields are c's fields in the order of clientColumns, for a scan.
+func (c *Client) fields() []any {
+	return []any{&c.TenantID, &c.ID, &c.Name, &c.SecretHash, &c.RedirectURIs, &c.Scopes, &c.CreatedBy,
+		&c.CreatedAt, &c.UpdatedAt, &c.PreviousSecretHash, &c.PreviousSecretExpiresAt}
+}
 
 type clientMemoKey struct{}
 
@@ -227,8 +241,7 @@ func (m *clientMemo) put(c *Client) {
 // one round trip: the refresh grant's two reads (its client, then its
 // token) before anything is written. A token of another app is read all
 // the same; the grant refuses it as before.
-var refreshWithClient = tenant.NewQuery("SELECT c.tenant_id, c.id, c.name, c.secret_hash, c.redirect_uris, c.scopes, c.created_by, " +
-	"c.created_at, c.updated_at, c.previous_secret_hash, c.previous_secret_expires_at, " +
+var refreshWithClient = tenant.NewQuery("SELECT " + clientColumns("c.") + ", " +
 	"t.signature, t.request_id, t.requested_at, t.client_id, t.user_id, t.scopes, t.granted_scopes, t.form_data, t.session_data, t.expires_at, t.active " +
 	"FROM oauth_clients c LEFT JOIN oauth_refresh_tokens t ON t.tenant_id = ? AND t.signature = ? " +
 	"WHERE c.tenant_id = ? AND c.id = ? LIMIT 1")
@@ -252,9 +265,7 @@ func (s *Store) PrefetchRefresh(ctx context.Context, clientID, signature string)
 		active                               sql.NullBool
 	)
 	err := refreshWithClient.One(ctx, s.db.DB, []any{signature, tenant.ID(ctx), clientID},
-		&c.TenantID, &c.ID, &c.Name, &c.SecretHash, &c.RedirectURIs, &c.Scopes, &c.CreatedBy,
-		&c.CreatedAt, &c.UpdatedAt, &c.PreviousSecretHash, &c.PreviousSecretExpiresAt,
-		&sig, &reqID, &reqAt, &cid, &uid, &sc, &gsc, &form, &sess, &exp, &active)
+		append(c.fields(), &sig, &reqID, &reqAt, &cid, &uid, &sc, &gsc, &form, &sess, &exp, &active)...)
 	if err != nil {
 		return
 	}
