@@ -176,12 +176,17 @@ var clientRead = tenant.NewQuery("SELECT " + clientColumns("") + " FROM oauth_cl
 // clientColumns are Client's columns in the order of fields, each after
 // prefix (a table alias and its dot, or "").
 func clientColumns(prefix string) string {
-	cols := []string{"tenant_id", "id", "name", "secret_hash", "redirect_uris", "scopes", "created_by",
-		"created_at", "updated_at", "previous_secret_hash", "previous_secret_expires_at"}
+	return columnList(prefix, []string{"tenant_id", "id", "name", "secret_hash", "redirect_uris", "scopes", "created_by",
+		"created_at", "updated_at", "previous_secret_hash", "previous_secret_expires_at"})
+}
+
+// columnList joins cols for a SELECT list, each after prefix.
+func columnList(prefix string, cols []string) string {
+	out := make([]string, len(cols))
 	for i, c := range cols {
-		cols[i] = prefix + c
+		out[i] = prefix + c
 	}
-	return strings.Join(cols, ", ")
+	return strings.Join(out, ", ")
 }
 
 // fields are c's fields in the order of clientColumns, for a scan.
@@ -242,7 +247,7 @@ func (m *clientMemo) put(c *Client) {
 // token) before anything is written. A token of another app is read all
 // the same; the grant refuses it as before.
 var refreshWithClient = tenant.NewQuery("SELECT " + clientColumns("c.") + ", " +
-	"t.signature, t.request_id, t.requested_at, t.client_id, t.user_id, t.scopes, t.granted_scopes, t.form_data, t.session_data, t.expires_at, t.active " +
+	columnList("t.", requestColumns[1:]) + " " + // the token's, after its tenant_id
 	"FROM oauth_clients c LEFT JOIN oauth_refresh_tokens t ON t.tenant_id = ? AND t.signature = ? " +
 	"WHERE c.tenant_id = ? AND c.id = ? LIMIT 1")
 
