@@ -48,6 +48,10 @@ func NewQuery(sqlText string) Query {
 	return Query{text: sqlText, pgText: b.String()}
 }
 
+// PostgresText is q as pgx runs it ($n placeholders): for benchmarks that
+// run the same statement on a bare pgx pool as the floor to compare with.
+func (q Query) PostgresText() string { return q.pgText }
+
 // One runs q on g (a handle or a transaction) with args and scans its first
 // row into dest: ErrNoRows when there is none.
 func (q Query) One(ctx context.Context, g *gorm.DB, args []any, dest ...any) error {

@@ -27,6 +27,10 @@ func NewQuery(sqlText string) Query {
 	return Query{db.NewQuery(sqlText)}
 }
 
+// PostgresText is q as pgx runs it, the tenant's id its first parameter
+// (db.Query.PostgresText).
+func (q Query) PostgresText() string { return q.q.PostgresText() }
+
 // One runs q for the tenant of ctx on h (a handle or a transaction), with
 // args for the placeholders after the tenant's, and scans the first row
 // into dest: db.ErrNoRows when there is none.
