@@ -3,9 +3,11 @@
 // (its own query) instead of two (token lookup + query).
 //
 // Revocation stays correct: PostgreSQL notifies every replica on channel
-// Channel whenever an access token is updated or deleted or a user's role
-// changes or a user is deleted (migration 00050), and the cache drops
-// everything it holds. The cache serves entries only while its listener is
+// Channel whenever an access token that may still be cached is updated or
+// deleted, a user's role changes or a user is deleted (migrations 00050
+// and 00220), and the cache drops everything it holds. A token past its
+// expiry (with a minute's margin for clocks) is never served from the
+// cache, so changing one notifies nobody. The cache serves entries only while its listener is
 // connected; while it is not (startup, lost connection, SQLite), every
 // check goes to the database. Two further bounds hold regardless: an entry
 // lives at most TTL, and an answer read before an invalidation is never
@@ -32,7 +34,7 @@ import (
 	"github.com/finsvc/finsvc/internal/tenant"
 )
 
-// Channel is the PostgreSQL notification channel of migration 00050.
+// Channel is the PostgreSQL notification channel of migrations 00050 and 00220.
 const Channel = "finsvc_auth_changed"
 
 // ApplicationName names the listener's connection in pg_stat_activity.

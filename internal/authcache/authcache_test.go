@@ -2,10 +2,13 @@ package authcache
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/auth"
@@ -224,8 +227,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// Against the real PostgreSQL trigger (migration 00050): revoking a token,
-// changing a role or deleting a user empties every listening cache; a lost
+// Against the real PostgreSQL triggers (migrations 00050 and 00220):
+// revoking or deleting a live token, changing a role or deleting a user
+// empties every listening cache, and changes that revoke nothing a cache
+// may hold (an expired token's) notify nobody; a lost
 // listener connection makes the cache stop serving until it reconnects.
 func TestPostgresNotificationsInvalidate(t *testing.T) {
 	d := testdb.Postgres(t)
@@ -269,27 +274,94 @@ func TestPostgresNotificationsInvalidate(t *testing.T) {
 	if caches[0].Len() != 1 || !caches[0].live.Load() {
 		t.Fatal("idle listener dropped the cache")
 	}
+	// Tokens of two apps: live ones, one expired within the margin of
+	// migration 00220, and long-expired ones.
+	for _, q := range []string{
+		`INSERT INTO oauth_clients (tenant_id, id, name, secret_hash, redirect_uris) VALUES (?, 'app', 'App', 'x', '[]'), (?, 'app2', 'App 2', 'x', '[]')`,
+		`INSERT INTO oauth_access_tokens (tenant_id, signature, request_id, requested_at, client_id, user_id, expires_at) VALUES
+			(?, 'live1', 'r1', now(), 'app', 1, now() + interval '1 hour'),
+			(?, 'live2', 'r2', now(), 'app', 1, now() + interval '1 hour'),
+			(?, 'live3', 'r3', now(), 'app2', 1, now() + interval '1 hour'),
+			(?, 'recent', 'r4', now(), 'app', 1, now() - interval '30 seconds'),
+			(?, 'old1', 'r5', now(), 'app', 1, now() - interval '2 minutes'),
+			(?, 'old2', 'r6', now(), 'app', 1, now() - interval '1 hour'),
+			(?, 'live4', 'r7', now(), 'app', 1, now() + interval '1 hour')`,
+	} {
+		args := make([]any, strings.Count(q, "(?"))
+		for i := range args {
+			args[i] = tn.ID
+		}
+		if err := d.Exec(q, args...).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A listener of the test's own tells, in commit order, whether a
+	// statement notified: its notification (empty payload) arrives before
+	// the marker sent after it, or the marker comes first. (The marker
+	// empties the caches too, as any notification on the channel does.)
+	probe, err := pgx.Connect(ctx, pgDSN(t, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { probe.Close(context.Background()) })
+	if _, err := probe.Exec(ctx, "LISTEN "+Channel); err != nil {
+		t.Fatal(err)
+	}
+	notified := func(stmt string) bool {
+		t.Helper()
+		if err := d.Exec(stmt).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Exec(`SELECT pg_notify(?, 'marker')`, Channel).Error; err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		n, err := probe.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Payload == "marker" {
+			return false
+		}
+		if m, err := probe.WaitForNotification(wctx); err != nil || m.Payload != "marker" {
+			t.Fatalf("after %q: %v %v, want the marker", stmt, m, err)
+		}
+		return true
+	}
 	for _, stmt := range []string{
-		`UPDATE oauth_access_tokens SET active = false WHERE tenant_id = 0`, // a revocation (no rows needed)
-		`DELETE FROM oauth_access_tokens WHERE tenant_id = 0`,
+		`UPDATE oauth_access_tokens SET active = false WHERE signature = 'live1'`, // a revocation
+		`DELETE FROM oauth_access_tokens WHERE signature = 'live2'`,
+		`DELETE FROM oauth_access_tokens WHERE signature = 'recent'`, // expired, but within the clocks' margin
+		`DELETE FROM oauth_clients WHERE id = 'app2'`,                // its live token goes with it
 		`UPDATE users SET role = 'viewer' WHERE id = 1`,
 		`DELETE FROM users WHERE tenant_id = 0`,
 	} {
 		fill()
-		if err := d.Exec(stmt).Error; err != nil {
-			t.Fatal(err)
+		if !notified(stmt) {
+			t.Fatalf("%s did not notify", stmt)
 		}
 		waitFor(t, "invalidation by "+stmt, emptied)
 	}
-	// Other writes do not invalidate.
+	// Changes that revoke nothing a cache may hold notify nobody: a name,
+	// tokens long past their expiry (a refresh after expiry, the purge), a
+	// statement that changes no row.
+	for _, stmt := range []string{
+		`UPDATE users SET name = 'B' WHERE id = 1`,
+		`UPDATE oauth_access_tokens SET active = false WHERE signature = 'old1'`,
+		`DELETE FROM oauth_access_tokens WHERE signature IN ('old1', 'old2')`,
+		`DELETE FROM oauth_access_tokens WHERE signature = 'none'`,
+	} {
+		if notified(stmt) {
+			t.Fatalf("%s notified", stmt)
+		}
+	}
+	// TRUNCATE has no rows to look at: it always notifies.
 	fill()
-	if err := d.Exec(`UPDATE users SET name = 'B' WHERE id = 1`).Error; err != nil {
-		t.Fatal(err)
+	if !notified(`TRUNCATE oauth_access_tokens`) {
+		t.Fatal("TRUNCATE did not notify")
 	}
-	time.Sleep(200 * time.Millisecond)
-	if emptied() {
-		t.Fatal("a name change emptied the cache")
-	}
+	waitFor(t, "invalidation by TRUNCATE", emptied)
 	// Kill the listeners' connections: the caches stop serving, then come
 	// back (empty) once reconnected.
 	if err := d.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()`, ApplicationName).Error; err != nil {

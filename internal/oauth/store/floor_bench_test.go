@@ -29,8 +29,20 @@ const floorClients = 16
 // The grant over HTTP cannot beat this figure on the same machine, so it
 // says what a goal for the grant can ask of that machine.
 //
+// access_live refreshes while the access token being replaced is live, so
+// that its deletion notifies every replica's token cache (migration
+// 00220); access_expired refreshes after it expired, as a client that
+// refreshes on expiry does, and notifies nobody.
+//
 //	go test -run '^$' -bench RefreshStatements -benchtime 3s ./internal/oauth/store
 func BenchmarkRefreshStatements(b *testing.B) {
+	b.Run("access_live", func(b *testing.B) { refreshStatements(b, time.Hour) })
+	b.Run("access_expired", func(b *testing.B) { refreshStatements(b, -time.Hour) })
+}
+
+// refreshStatements runs the floor with access tokens that expire
+// accessLife after they are issued.
+func refreshStatements(b *testing.B, accessLife time.Duration) {
 	d := testdb.Open(b, db.Postgres) // skips without PostgreSQL
 	ctx, tn := testdb.NewTenant(b, d, "acme")
 	if err := d.Table("users").Create(map[string]any{"tenant_id": tn.ID, "id": 1, "email": "u@acme.example.com",
@@ -55,7 +67,7 @@ func BenchmarkRefreshStatements(b *testing.B) {
 			RequestedScope: fosite.Arguments{"clients:read", "acts:read"}, GrantedScope: fosite.Arguments{"clients:read", "acts:read"},
 			Form: url.Values{"grant_type": {"refresh_token"}},
 			Session: &fosite.DefaultSession{Subject: "1", ExpiresAt: map[fosite.TokenType]time.Time{
-				fosite.AccessToken: now.Add(time.Hour), fosite.RefreshToken: now.Add(30 * 24 * time.Hour),
+				fosite.AccessToken: now.Add(accessLife), fosite.RefreshToken: now.Add(30 * 24 * time.Hour),
 			}},
 		}
 	}

@@ -525,11 +525,12 @@ func (s *Store) writeRotation(ctx context.Context, r *rotation) error {
 // concurrent refresh with the same token cannot also do (its UPDATE waits
 // for ours and then finds the row inactive).
 //
-// Deleting the old access token fires migration 00050's NOTIFY, and a
-// committing transaction that notified holds PostgreSQL's cluster-wide
-// notify lock until its commit record is flushed: such commits queue one
-// fsync after another, which capped concurrent refreshes at the disk's
-// fsync rate (BENCHMARKS.md, "Token endpoint"). So this statement commits
+// Deleting the old access token while it is live (a refresh before its
+// expiry) fires migration 00220's NOTIFY, and a committing transaction
+// that notified holds PostgreSQL's cluster-wide notify lock until its
+// commit record is flushed: such commits queue one fsync after another,
+// which capped concurrent refreshes at the disk's fsync rate
+// (BENCHMARKS.md, "Token endpoint"). So this statement commits
 // without waiting for the flush (synchronous_commit off for its transaction
 // only, nothing left on the connection for a pooler) and commitRotation
 // then waits for durability with walFlushSQL, outside the lock, where
