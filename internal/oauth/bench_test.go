@@ -123,7 +123,8 @@ func BenchmarkRefreshGrant(b *testing.B) {
 }
 
 // refreshClients is how many clients BenchmarkRefreshGrantParallel runs at
-// once: 16, the concurrency the refresh grant is sized for.
+// once: 16, the concurrency the refresh grant is sized for, and the chains
+// of its floor (internal/oauth/store, BenchmarkRefreshStatements).
 const refreshClients = 16
 
 // BenchmarkRefreshGrantParallel: refreshClients clients refreshing at once,
