@@ -5,12 +5,12 @@
 // Revocation stays correct: PostgreSQL notifies every replica on channel
 // Channel whenever an access token that may still be cached is updated or
 // deleted, a user's role changes or a user is deleted (migrations 00050
-// and 00220), and the cache drops everything it holds. A token past its
-// expiry (with a minute's margin for clocks) is never served from the
-// cache, so changing one notifies nobody. The cache serves entries only while its listener is
-// connected; while it is not (startup, lost connection, SQLite), every
-// check goes to the database. Two further bounds hold regardless: an entry
-// lives at most TTL, and an answer read before an invalidation is never
+// and 00220), and the cache drops everything it holds. The cache never
+// serves a token past its expiry, so a change to a token that expired
+// over a minute ago (the minute is for clocks) notifies nobody. The cache
+// serves entries only while its listener is connected; while it is not
+// (startup, lost connection, SQLite), every check goes to the database.
+// Two further bounds hold regardless: an entry lives at most TTL, and an answer read before an invalidation is never
 // stored after it (a generation counter), so a check racing a revocation
 // cannot resurrect the revoked token.
 //
