@@ -10,9 +10,10 @@
 // over a minute ago (the minute is for clocks) notifies nobody. The cache
 // serves entries only while its listener is connected; while it is not
 // (startup, lost connection, SQLite), every check goes to the database.
-// Two further bounds hold regardless: an entry lives at most TTL, and an answer read before an invalidation is never
-// stored after it (a generation counter), so a check racing a revocation
-// cannot resurrect the revoked token.
+// Two further bounds hold regardless: an entry lives at most TTL, and an
+// answer read before an invalidation is never stored after it (a
+// generation counter), so a check racing a revocation cannot resurrect the
+// revoked token.
 //
 // Only successful checks are cached, under SHA-256(tenant id, token): the
 // raw token is never kept.
