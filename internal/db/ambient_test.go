@@ -35,7 +35,7 @@ func TestAmbientTransaction(t *testing.T) {
 			})
 		}
 		boom := errors.New("boom")
-		err := d.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error {
+		err := d.InTx(ctx, func(ctx db.TxContext, _ *gorm.DB) error {
 			if !db.InAmbientTx(ctx) {
 				t.Fatal("InTx's context carries no ambient transaction")
 			}
@@ -58,12 +58,20 @@ func TestAmbientTransaction(t *testing.T) {
 				t.Fatalf("inside: %d rows; want 1", n)
 			}
 			if d.Dialect == db.Postgres {
-				if n := count(context.Background()); n != 0 {
+				// From another goroutine: this one's would be refused
+				// (TestAmbientTransactionEscapeRefused).
+				outside := make(chan int64)
+				go func() {
+					var n int64
+					_ = d.WithContext(context.Background()).Table("ambient_probe").Count(&n).Error
+					outside <- n
+				}()
+				if n := <-outside; n != 0 {
 					t.Fatalf("outside before commit: %d rows; want 0", n)
 				}
 			}
 			// A nested InTx is a savepoint too.
-			return d.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error { return insert(ctx, 3) })
+			return d.InTx(ctx, func(ctx db.TxContext, _ *gorm.DB) error { return insert(ctx, 3) })
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +80,7 @@ func TestAmbientTransaction(t *testing.T) {
 			t.Fatalf("after commit: %d rows; want 2", n)
 		}
 		// A failing InTx keeps nothing, whatever its savepoints released.
-		err = d.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error {
+		err = d.InTx(ctx, func(ctx db.TxContext, _ *gorm.DB) error {
 			if err := insert(ctx, 4); err != nil {
 				return err
 			}

@@ -203,7 +203,7 @@ func openPostgres(dsn string, pooled bool, cfg *gorm.Config) (*DB, error) {
 	sqlDB.SetMaxIdleConns(pgMaxIdleConns)
 	sqlDB.SetConnMaxLifetime(pgConnMaxLifetime)
 	sqlDB.SetConnMaxIdleTime(pgConnMaxIdleTime)
-	joinAmbient(g)
+	joinAmbient(g, Postgres)
 	return &DB{DB: g, Dialect: Postgres, prepared: prepared}, nil
 }
 
@@ -228,7 +228,7 @@ func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
 	}
 	sqlDB.SetMaxOpenConns(sqliteMaxOpenConns)
 	sqlDB.SetMaxIdleConns(sqliteMaxOpenConns)
-	joinAmbient(g)
+	joinAmbient(g, SQLite)
 	return &DB{DB: g, Dialect: SQLite, prepared: true}, nil // SQLite statements live in this process
 }
 
@@ -289,8 +289,8 @@ func sqlitePath(p string) (string, string, error) {
 
 // joinAmbient makes every handle derived from g run its statements on the
 // context's ambient transaction, when there is one (InTx).
-func joinAmbient(g *gorm.DB) {
-	p := &ambientPool{pool: g.ConnPool}
+func joinAmbient(g *gorm.DB, dialect string) {
+	p := &ambientPool{pool: g.ConnPool, postgres: dialect == Postgres}
 	g.ConnPool = p
 	g.Statement.ConnPool = p
 }
@@ -311,17 +311,6 @@ func (d *DB) Close() error {
 		return err
 	}
 	return sqlDB.Close()
-}
-
-// Tx runs fn in a transaction bound to ctx (a savepoint of the ambient
-// transaction when ctx carries one, see InTx): committed when fn returns nil,
-// rolled back otherwise (and on panic). Nested calls on the tx handle use
-// savepoints. On SQLite the transaction holds the database write lock from
-// BEGIN on, so keep it short, never wait on the network inside it, and use
-// only tx inside fn: a write through another handle would wait for the very
-// lock fn holds (until busy_timeout, then SQLITE_BUSY).
-func (d *DB) Tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return d.DB.WithContext(ctx).Transaction(fn)
 }
 
 // ForUpdate adds FOR UPDATE to tx's SELECT on PostgreSQL. On SQLite it adds

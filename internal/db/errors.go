@@ -102,8 +102,9 @@ func IsUnavailable(err error) bool {
 	}
 	if code, ok := pgCode(err); ok {
 		// 08: connection exception; 53: insufficient resources (too many
-		// connections, disk full); 57P: shutdown, crash, cannot connect now.
-		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "53") || strings.HasPrefix(code, "57P")
+		// connections, disk full); 57P: shutdown, crash, cannot connect now;
+		// 55P03: a lock not obtained within the lock timeout (SQLite's busy).
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "53") || strings.HasPrefix(code, "57P") || code == "55P03"
 	}
 	if code, ok := sqliteCode(err); ok {
 		switch code & 0xff { // the primary code of an extended one

@@ -226,7 +226,7 @@ func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context)
 	// The request runs to its end once started: a caller that hangs up
 	// retries, and gets the outcome.
 	ctx = context.WithoutCancel(ctx)
-	err := s.db.InTx(ctx, func(ctx context.Context, tx *gorm.DB) error {
+	err := s.db.InTx(ctx, func(ctx db.TxContext, tx *gorm.DB) error {
 		if s.db.Dialect == db.Postgres {
 			var claimed bool
 			if err := tx.Raw("SELECT pg_try_advisory_xact_lock(?)", r.lockID()).Scan(&claimed).Error; err != nil {
@@ -258,7 +258,7 @@ func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context)
 		)
 		// The run in a savepoint of its own, so that a result kept without
 		// its effects can roll them back and still write the key.
-		err = s.db.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error {
+		err = s.db.InTx(ctx, func(ctx db.TxContext, _ *gorm.DB) error {
 			result, disp = run(ctx)
 			if disp != Commit {
 				return errUndo

@@ -146,7 +146,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 		return nil, err
 	}
 	svc := &Service{
-		db: d, hotDB: d.DB.Session(&gorm.Session{PrepareStmt: d.Prepared()}), cfg: cfg, log: log, store: st, users: us,
+		db: d, hotDB: d.PreparedSession(), cfg: cfg, log: log, store: st, users: us,
 		provider: provider, fosite: provider.(*fosite.Fosite), strategy: strategy, enigma: enigma,
 		secret: []byte(cfg.Secret), pages: pages, now: time.Now, budget: noBudget{}, nav: Nav,
 	}

@@ -227,7 +227,7 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	// One transaction for the whole revocation (the family's refresh
 	// tokens, its access tokens) and its audit record: fosite revokes them
 	// by separate calls.
-	err := s.db.InTx(store.ForRevocation(r.Context()), func(ctx context.Context, _ *gorm.DB) error {
+	err := s.db.InTx(store.ForRevocation(r.Context()), func(ctx db.TxContext, _ *gorm.DB) error {
 		return s.provider.NewRevocationRequest(ctx, r.WithContext(ctx))
 	})
 	if err != nil {

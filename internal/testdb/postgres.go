@@ -63,6 +63,7 @@ func Postgres(t testing.TB) *db.DB {
 	}
 	// Registered after the drop, so it runs before it (Cleanup is LIFO).
 	t.Cleanup(func() { d.Close() })
+	failEscapes(t, d)
 	return d
 }
 

@@ -30,6 +30,7 @@ func SQLite(t testing.TB) *db.DB {
 		t.Fatalf("testdb: open sqlite: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
+	failEscapes(t, d)
 	return d
 }
 

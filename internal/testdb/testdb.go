@@ -79,6 +79,17 @@ func Open(t testing.TB, dialect string) *db.DB {
 	return nil
 }
 
+// failEscapes fails t if a statement escaped an ambient transaction of d
+// (db.ErrEscapedTx): run with a context that lost the transaction, it ran
+// outside it or waited for its locks.
+func failEscapes(t testing.TB, d *db.DB) {
+	t.Cleanup(func() {
+		if e := d.TakeEscapes(); len(e) > 0 {
+			t.Errorf("testdb: %d statement(s) ran outside the ambient transaction their goroutine held open (db.ErrEscapedTx), first: %s", len(e), e[0])
+		}
+	})
+}
+
 // Each runs fn as the subtests "sqlite" and "postgres", each on its own
 // fresh database. Use it for store contract tests: behaviour must be the
 // same on both dialects.

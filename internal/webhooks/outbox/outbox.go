@@ -164,12 +164,11 @@ func (o *Outbox) EmitAll(ctx context.Context, tx *gorm.DB, evs ...Event) (queued
 		return 0, err
 	}
 	if len(due) > 0 && o.Notifier != nil {
-		// In-process wake-up. It fires before the commit (GORM has no commit
-		// hook): on SQLite the woken worker's claim waits for this
-		// transaction's write lock, so it sees the rows once they commit; a
-		// wake-up that finds nothing (rollback) costs one empty claim, and the
-		// poll fallback covers anything missed.
-		o.Notifier.Notify()
+		// In-process wake-up, once the transaction (the outermost one,
+		// when tx is a savepoint of an ambient transaction) has committed:
+		// a worker woken before would find nothing to claim. A rollback
+		// wakes nobody.
+		db.AfterCommit(tx, o.Notifier.Notify)
 	}
 	return len(due), nil
 }

@@ -721,13 +721,11 @@ func (s *Store) queue(ctx context.Context, p *auth.Principal, op string, webhook
 		if err != nil {
 			return err
 		}
+		s.wakeAfterCommit(tx)
 		return s.deliveries(ctx, tx, webhookID).Select(deliveryColumns).Where("deliveries.id = ?", id).Take(&out).Error
 	})
 	if err != nil {
 		return nil, err
-	}
-	if s.notifier != nil {
-		s.notifier.Notify()
 	}
 	return &out, nil
 }
@@ -831,13 +829,22 @@ func (s *Store) ReplayFailed(ctx context.Context, p *auth.Principal, webhookID i
 			}
 		}
 		n = len(ids)
+		if n > 0 {
+			s.wakeAfterCommit(tx)
+		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	if n > 0 && s.notifier != nil {
-		s.notifier.Notify()
-	}
 	return n, nil
+}
+
+// wakeAfterCommit wakes the delivery workers once tx's transaction has
+// committed (the outermost one, when it is a savepoint of an ambient
+// transaction): a worker woken before would find nothing to claim.
+func (s *Store) wakeAfterCommit(tx *gorm.DB) {
+	if s.notifier != nil {
+		db.AfterCommit(tx, s.notifier.Notify)
+	}
 }
