@@ -85,7 +85,7 @@ func TestChangeEventsShareTheTransaction(t *testing.T) {
 			{outbox.ActDeleted, a3, func(ctx context.Context) error { return s.Delete(ctx, a3) }},
 		} {
 			rollback := errors.New("roll back")
-			err := d.InTx(ctx, func(ctx context.Context, tx *gorm.DB) error {
+			err := d.InTx(ctx, func(ctx db.TxContext, tx *gorm.DB) error {
 				if err := tc.run(ctx); err != nil {
 					return err
 				}

@@ -190,7 +190,7 @@ func TestGetIsTheSameOnEveryPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		var inTx *acts.Detail
-		if err := d.InTx(f.ctx, func(ctx context.Context, _ *gorm.DB) error {
+		if err := d.InTx(f.ctx, func(ctx db.TxContext, _ *gorm.DB) error {
 			inTx, err = f.store.Get(ctx, f.act.Act.UUID)
 			return err
 		}); err != nil {

@@ -45,7 +45,9 @@ import (
 
 	"github.com/finsvc/finsvc/internal/acts"
 	"github.com/finsvc/finsvc/internal/audit"
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/authcache"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/clients"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
@@ -203,184 +205,268 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 			_ = a.Close()
 		}
 	}()
-
-	// Tracing first, so that its shutdown, which flushes the last spans,
-	// is the last closer to run.
-	tp := o.tracer
-	if tp == nil {
-		var shutdown func(context.Context) error
-		if tp, shutdown, err = tracing.FromEnv(context.Background(), a.log); err != nil {
+	b := &assembly{o: &o}
+	// In this order: tracing first, so that its shutdown, which flushes the
+	// last spans, is the last closer to run; the database before everything
+	// that stores; the policy before everything that asks it.
+	for _, step := range []func(*assembly) error{
+		a.openTracing, a.openDatabase, a.traceRequests, a.buildUsers, a.buildLimiter,
+		a.readPolicy, a.buildOAuth, a.buildJobs, a.buildWebhooks, a.buildAuthenticator,
+		a.buildServices, a.buildHandler,
+	} {
+		if err := step(b); err != nil {
 			return nil, err
 		}
-		a.closers = append(a.closers, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
-			defer cancel()
-			return shutdown(ctx)
-		})
 	}
+	return a, nil
+}
 
-	a.db = o.db
+// assembly is what New's steps hand on to the later ones.
+type assembly struct {
+	o             *options
+	tp            trace.TracerProvider // nil: tracing off
+	traceRequests echo.MiddlewareFunc
+	middleware    []echo.MiddlewareFunc
+	users         *users.Store
+	limiter       *ratelimit.Limiter
+	spec          *openapi3.T
+	policy        *auth.Policy
+	nav           web.Nav
+	webhooks      *webhooks.Service
+	authn         httpapi.Authenticator
+	tenants       httpapi.TenantResolver
+	console       *webui.Console
+}
+
+// openTracing sets up tracing from the environment unless a tracer
+// provider was given.
+func (a *App) openTracing(b *assembly) error {
+	b.tp = b.o.tracer
+	if b.tp != nil {
+		return nil
+	}
+	tp, shutdown, err := tracing.FromEnv(context.Background(), a.log)
+	if err != nil {
+		return err
+	}
+	b.tp = tp
+	a.closers = append(a.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
+		defer cancel()
+		return shutdown(ctx)
+	})
+	return nil
+}
+
+// openDatabase opens (and migrates) the database unless one was given, and
+// resolves the global secret.
+func (a *App) openDatabase(b *assembly) error {
+	a.db = b.o.db
 	if a.db == nil {
-		if a.db, err = OpenDB(context.Background(), cfg, a.log); err != nil {
-			return nil, err
+		var err error
+		if a.db, err = OpenDB(context.Background(), a.cfg, a.log); err != nil {
+			return err
 		}
 		a.closers = append(a.closers, a.db.Close)
 	}
-	generated, err := cfg.ResolveSecret(a.db.Dialect)
+	generated, err := a.cfg.ResolveSecret(a.db.Dialect)
 	if err != nil {
-		return nil, err
-	}
-	// Off (tp nil): no callbacks, no middleware, nothing on the hot path.
-	var traceRequests echo.MiddlewareFunc
-	var middleware []echo.MiddlewareFunc
-	if tp != nil {
-		// Lines written inside a traced request or delivery carry its ids
-		// (off, no context holds a span: nothing to add).
-		a.log = slog.New(tracing.LogHandler(a.log.Handler()))
-		if err := tracing.InstrumentDB(a.db.DB, tp); err != nil {
-			return nil, fmt.Errorf("tracing: %w", err)
-		}
-		props, err := tracing.Propagators()
-		if err != nil {
-			return nil, err
-		}
-		traceRequests = otelecho.Middleware("",
-			otelecho.WithTracerProvider(tp),
-			otelecho.WithPropagators(props),
-			otelecho.WithSkipper(isProbe))
-		middleware = append(middleware, tenantOnSpan)
+		return err
 	}
 	if generated {
-		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(cfg.DataDir, config.SecretFile))
+		a.log.Warn("generated a new secret; keep it with the data", "path", filepath.Join(a.cfg.DataDir, config.SecretFile))
 	}
+	return nil
+}
+
+// traceRequests instruments the log, the database and the requests when
+// tracing is on. Off (tp nil): no callbacks, no middleware, nothing on the
+// hot path.
+func (a *App) traceRequests(b *assembly) error {
+	if b.tp == nil {
+		return nil
+	}
+	// Lines written inside a traced request or delivery carry its ids
+	// (off, no context holds a span: nothing to add).
+	a.log = slog.New(tracing.LogHandler(a.log.Handler()))
+	if err := tracing.InstrumentDB(a.db.DB, b.tp); err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	props, err := tracing.Propagators()
+	if err != nil {
+		return err
+	}
+	b.traceRequests = otelecho.Middleware("",
+		otelecho.WithTracerProvider(b.tp),
+		otelecho.WithPropagators(props),
+		otelecho.WithSkipper(isProbe))
+	b.middleware = append(b.middleware, tenantOnSpan)
+	return nil
+}
+
+// buildUsers builds the user store. Deactivating a user revokes its tokens
+// in the OAuth store, which is built later with the user store (sign-in
+// needs it).
+func (a *App) buildUsers(b *assembly) error {
 	var userOpts []users.Option
-	if o.hashParams != nil {
-		userOpts = append(userOpts, users.WithHashParams(*o.hashParams))
+	if b.o.hashParams != nil {
+		userOpts = append(userOpts, users.WithHashParams(*b.o.hashParams))
 	}
-	// Deactivating a user revokes its tokens in the OAuth store, which is
-	// built below with the user store (sign-in needs it).
 	userOpts = append(userOpts, users.WithRevoker(users.RevokerFunc(func(ctx context.Context, id int64) error {
 		return a.oauth.Store().RevokeUser(ctx, id)
 	})), users.WithSessionEnder(func(ctx context.Context, id int64) error {
 		return a.oauth.Store().RevokeSessions(ctx, id, "")
 	}))
-	userStore := users.NewStore(a.db, userOpts...)
-	limiter := o.limiter
-	if limiter == nil {
-		if limiter, err = ratelimit.New(cfg, a.log, ratelimit.WithObserver(metrics.RateLimited, metrics.RateLimitFallback)); err != nil {
-			return nil, err
-		}
-		a.closers = append(a.closers, limiter.Close)
+	b.users = users.NewStore(a.db, userOpts...)
+	return nil
+}
+
+// buildLimiter builds the rate limiter cfg describes unless one was given.
+func (a *App) buildLimiter(b *assembly) error {
+	b.limiter = b.o.limiter
+	if b.limiter != nil {
+		return nil
 	}
-	// The spec, read once for what the composition root derives from it:
-	// the operation policy (the API's authorizer, the console, the
-	// developer pages and the webhook registry all ask it; an operation
-	// without a declaration refuses the start) and the console's event
-	// catalog.
+	l, err := ratelimit.New(a.cfg, a.log, ratelimit.WithObserver(metrics.RateLimited, metrics.RateLimitFallback))
+	if err != nil {
+		return err
+	}
+	b.limiter = l
+	a.closers = append(a.closers, l.Close)
+	return nil
+}
+
+// readPolicy reads the spec once for what the composition root derives
+// from it: the operation policy (the API's authorizer, the console, the
+// developer pages and the webhook registry all ask it; an operation
+// without a declaration refuses the start) and, later, the console's event
+// catalog.
+func (a *App) readPolicy(b *assembly) error {
 	spec, err := openapi.Shared()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	policy, err := openapi.Policy(spec)
-	if err != nil {
-		return nil, err
-	}
-	// The navigation: each adapter's entries, declared beside its routes.
-	nav := slices.Concat(webui.Nav, oauth.Nav)
-	if a.oauth, err = oauth.New(a.db, cfg, a.log, userStore, oauth.WithBudget(limiter), oauth.WithPolicy(policy), oauth.WithNav(nav)); err != nil {
-		return nil, err
-	}
+	b.spec = spec
+	b.policy, err = authspec.FromSpec(spec)
+	return err
+}
+
+// buildOAuth builds the OAuth service with the navigation: each adapter's
+// entries, declared beside its routes.
+func (a *App) buildOAuth(b *assembly) error {
+	b.nav = slices.Concat(webui.Nav, oauth.Nav)
+	var err error
+	a.oauth, err = oauth.New(a.db, a.cfg, a.log, b.users, oauth.WithBudget(b.limiter), oauth.WithPolicy(b.policy), oauth.WithNav(b.nav))
+	return err
+}
+
+// buildJobs builds the background jobs Start runs, and the metrics.
+func (a *App) buildJobs(*assembly) error {
 	a.janitor = oauth.NewJanitor(a.db, a.log)
-	a.retention = retention.New(a.db, cfg.EventRetention, a.log)
-	a.retention.AuditRetention = cfg.AuditRetention
+	a.retention = retention.New(a.db, a.cfg.EventRetention, a.log)
+	a.retention.AuditRetention = a.cfg.AuditRetention
 	a.stats = janitor.NewStatistics(a.db, a.log)
 	a.metrics = metrics.New(a.db)
+	return nil
+}
 
-	// The webhook context: events written by acts, fetch requests and
-	// redeliveries wake this replica's worker at once (if Start runs it;
-	// otherwise they wait, pending).
+// buildWebhooks builds the webhook context: events written by acts, fetch
+// requests and redeliveries wake this replica's worker at once (if Start
+// runs it; otherwise they wait, pending).
+func (a *App) buildWebhooks(b *assembly) error {
 	dopts := []delivery.Option{delivery.WithObserver(metrics.DeliveryOutcome)}
-	if tp != nil {
-		dopts = append(dopts, delivery.WithTracerProvider(tp))
+	if b.tp != nil {
+		dopts = append(dopts, delivery.WithTracerProvider(b.tp))
 	}
-	wh, err := webhooks.New(a.db, cfg, a.log, policy, append(dopts, o.deliveryOpts...)...)
+	wh, err := webhooks.New(a.db, a.cfg, a.log, b.policy, append(dopts, b.o.deliveryOpts...)...)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if tp != nil {
-		wh.Outbox.Tracer = tp.Tracer(outbox.TracerName)
+	if b.tp != nil {
+		wh.Outbox.Tracer = b.tp.Tracer(outbox.TracerName)
 	}
-	if !o.noDeliveries {
+	if !b.o.noDeliveries {
 		a.worker = wh.Worker
 	}
+	b.webhooks = wh
+	return nil
+}
 
+// buildAuthenticator builds the bearer check: the OAuth service's (or the
+// one given), behind the token cache where it can serve, counted.
+func (a *App) buildAuthenticator(b *assembly) error {
 	var authn httpapi.Authenticator = a.oauth
-	if o.auth != nil {
-		authn = o.auth
+	if b.o.auth != nil {
+		authn = b.o.auth
 	}
 	// The cache serves only while its LISTEN connection is up, which needs
 	// PostgreSQL; on SQLite every check goes to the database.
-	if a.db.Dialect == db.Postgres && cfg.DatabaseURL != "" {
+	if a.db.Dialect == db.Postgres && a.cfg.DatabaseURL != "" {
 		a.cache = authcache.New(authn, TokenCacheTTL, TokenCacheSize)
 		authn = a.cache
 	}
-	authn = metrics.Authenticator(authn)
+	b.authn = metrics.Authenticator(authn)
+	return nil
+}
 
-	tenants := o.tenants
-	if tenants == nil {
-		tenants = tenant.NewStore(a.db)
+// buildServices builds the domain stores the API and the console share,
+// and the console, which calls them with the sign-in pages' sessions.
+func (a *App) buildServices(b *assembly) error {
+	b.tenants = b.o.tenants
+	if b.tenants == nil {
+		b.tenants = tenant.NewStore(a.db)
 	}
 	clientStore, templateStore := clients.NewStore(a.db), templates.NewStore(a.db)
-	clientStore.Outbox = wh.Outbox
-	services := httpapi.Services{
+	clientStore.Outbox = b.webhooks.Outbox
+	a.services = httpapi.Services{
 		Clients:   clientStore,
 		Templates: templateStore,
-		Users:     userStore,
-		Acts: &acts.Store{DB: a.db, Outbox: wh.Outbox, Clients: clientStore, Templates: templateStore,
-			Window: cfg.FetchWindow, Clock: o.now},
-		Webhooks: wh.Registry,
+		Users:     b.users,
+		Acts: &acts.Store{DB: a.db, Outbox: b.webhooks.Outbox, Clients: clientStore, Templates: templateStore,
+			Window: a.cfg.FetchWindow, Clock: b.o.now},
+		Webhooks: b.webhooks.Registry,
 		Audit:    audit.NewLog(a.db),
 	}
-	a.services = services
-	// The console calls the same stores as the API, with the sign-in
-	// pages' sessions.
-	eventTypes, err := consoleEventTypes(spec)
+	eventTypes, err := consoleEventTypes(b.spec)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	console, err := webui.New(webui.Deps{Sessions: a.oauth, Webhooks: services.Webhooks, Acts: services.Acts,
-		Users: services.Users, Audit: services.Audit, Apps: a.oauth.Store(), Logger: a.log, Policy: policy, EventTypes: eventTypes, Nav: nav})
-	if err != nil {
-		return nil, err
-	}
+	s := a.services
+	b.console, err = webui.New(webui.Deps{Sessions: a.oauth, Webhooks: s.Webhooks, Acts: s.Acts,
+		Users: s.Users, Audit: s.Audit, Apps: a.oauth.Store(), Logger: a.log, Policy: b.policy, EventTypes: eventTypes, Nav: b.nav})
+	return err
+}
+
+// buildHandler builds the HTTP handler: the API with its idempotency keys,
+// and every adapter's routes.
+func (a *App) buildHandler(b *assembly) error {
 	// Stored responses may carry a secret shown once: sealed like the
 	// webhook secrets, under a key of their own.
-	keyBox, err := secretbox.NewFor(cfg.Secret, "finsvc idempotent responses v1")
+	keyBox, err := secretbox.NewFor(a.cfg.Secret, "finsvc idempotent responses v1")
 	if err != nil {
-		return nil, fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
+		return fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
 	}
-	keys := idempotency.New(a.db, keyBox, o.now)
-	keys.BeforeCommit(o.idempotencyFault)
+	keys := idempotency.New(a.db, keyBox, b.o.now)
+	keys.BeforeCommit(b.o.idempotencyFault)
+	docsServer := b.o.docsServer
 	a.handler, err = httpapi.New(httpapi.Deps{
-		Config:   cfg,
+		Config:   a.cfg,
 		Logger:   a.log,
 		DB:       a.db,
-		Tenants:  tenants,
-		Auth:     authn,
-		Services: services,
-		Policy:   policy,
+		Tenants:  b.tenants,
+		Auth:     b.authn,
+		Services: a.services,
+		Policy:   b.policy,
 		// Only an authenticated caller spends its tenant's budget; the
 		// bearer check and the token endpoints charge it.
-		Budget:      limiter,
+		Budget:      b.limiter,
 		Idempotency: keys,
-		Trace:       traceRequests,
-		Middleware:  append(middleware, a.metrics.Middleware()),
-		Routes:      []func(*echo.Echo){a.oauth.Routes, console.Routes, web.Routes, a.metrics.Register, func(e *echo.Echo) { docs.Register(e, o.docsServer) }},
+		Trace:       b.traceRequests,
+		Middleware:  append(b.middleware, a.metrics.Middleware(httpapi.Status)),
+		Routes: []func(*echo.Echo){a.oauth.Routes, b.console.Routes, web.Routes, a.metrics.Register,
+			func(e *echo.Echo) { docs.Register(e, docsServer) }},
 	})
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
+	return err
 }
 
 // OpenDB opens the serving pool on FINSVC_DATABASE_URL and migrates. What

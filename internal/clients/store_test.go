@@ -509,7 +509,7 @@ func TestClientEventsShareTheTransaction(t *testing.T) {
 			return out
 		}
 		rollback := errors.New("roll back")
-		if err := d.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error {
+		if err := d.InTx(ctx, func(ctx db.TxContext, _ *gorm.DB) error {
 			mustCreate(t, s, ctx, input("Gone AB"))
 			return rollback
 		}); !errors.Is(err, rollback) {

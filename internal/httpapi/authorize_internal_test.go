@@ -7,6 +7,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/openapi"
 )
 
@@ -17,7 +18,7 @@ func policyOf(t *testing.T, change func(*openapi3.T)) (*auth.Policy, error) {
 		t.Fatal(err)
 	}
 	change(spec)
-	return openapi.Policy(spec)
+	return authspec.FromSpec(spec)
 }
 
 // An operation of the server without a policy, or with one the server
@@ -87,7 +88,7 @@ func TestRulesRefuseAnIncompletePolicy(t *testing.T) {
 // The act data writes need acts:write and a member or admin, enforced here
 // like every other operation (the fetch service does not check callers).
 func TestActDataWritesNeedActsWrite(t *testing.T) {
-	pol, err := openapi.LoadPolicy()
+	pol, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/httpapi"
 	"github.com/finsvc/finsvc/openapi"
 )
@@ -82,7 +83,7 @@ func documentedAction(o apiOp) auth.Action {
 // built from the spec carries exactly the declared scopes and the
 // documented role for each operation, and nothing else.
 func TestAuthorizationRulesMatchTheSpec(t *testing.T) {
-	pol, err := openapi.LoadPolicy()
+	pol, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

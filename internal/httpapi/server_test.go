@@ -7,6 +7,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/httpapi"
 	"github.com/finsvc/finsvc/internal/tenant"
@@ -214,7 +215,7 @@ func TestBodyTooLargeEveryOperation(t *testing.T) {
 // The HTTP layer builds nothing: a missing service is a startup error, not
 // a nil dereference on the first request.
 func TestNewRefusesMissingServices(t *testing.T) {
-	pol, err := openapi.LoadPolicy()
+	pol, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/fieldtype"
@@ -27,7 +28,6 @@ import (
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
-	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -400,7 +400,7 @@ func TestReceiverDedupesConcurrentDuplicates(t *testing.T) {
 // testPolicy is the operation policy the service runs with (the spec's).
 func testPolicy(t testing.TB) *auth.Policy {
 	t.Helper()
-	p, err := openapi.LoadPolicy()
+	p, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

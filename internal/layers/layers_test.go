@@ -37,8 +37,9 @@ var outsideTheDomain = map[string]bool{
 	// HTTP adapters
 	"httpapi": true, "oauth": true, "web": true, "webui": true, "docs": true,
 	"metrics": true, "ratelimit": true, "server": true,
-	// the composition root and what commands run beside it
-	"app": true, "demo": true,
+	// the composition root, what commands run beside it, and the reading
+	// of the spec's policy it (and tests) call
+	"app": true, "demo": true, "authspec": true,
 	// tests
 	"apitest": true, "testdb": true, "acts/actstest": true, "layers": true,
 	"integration": true, "web/browsertest": true,
@@ -262,5 +263,29 @@ func TestANewPublicPackageIsRefused(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got[0], "pkg/invoices is under pkg/ but not declared public") ||
 		!strings.Contains(got[1], "pkg/webhooks/sign is public and depends on "+module+"internal/db") {
 		t.Fatalf("violations %q", got)
+	}
+}
+
+// TestNoUpwardArrows: the contract package (openapi and its tools) imports
+// no server package, and metrics, which observes the HTTP adapters, imports
+// none of them: what it needs of them the composition root hands it.
+func TestNoUpwardArrows(t *testing.T) {
+	adapters := []string{module + "internal/httpapi", module + "internal/webui", module + "internal/oauth",
+		module + "internal/web", module + "internal/docs", module + "internal/ratelimit", module + "internal/server"}
+	for _, p := range list(t) {
+		var below []string
+		switch {
+		case p.path == module+"openapi" || strings.HasPrefix(p.path, module+"openapi/"):
+			below = []string{module + "internal", module + "pkg"}
+		case p.path == module+"internal/metrics":
+			below = adapters
+		default:
+			continue
+		}
+		for _, imp := range p.imports {
+			if bad, ok := hasPrefix(imp, below); ok {
+				t.Errorf("%s imports %s, a package above it", p.path, bad)
+			}
+		}
 	}
 }

@@ -40,7 +40,6 @@ import (
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/db"
-	"github.com/finsvc/finsvc/internal/httpapi"
 	"github.com/finsvc/finsvc/internal/tracing/suppress"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
@@ -227,31 +226,40 @@ func (m *Metrics) Register(e *echo.Echo) {
 
 // Middleware observes the latency of every request that reaches it
 // (httpapi.Deps.Middleware: everything past tenant resolution, plus the
-// operational endpoints) by method, route pattern and final status.
-func (m *Metrics) Middleware() echo.MiddlewareFunc {
+// operational endpoints) by method, route pattern and final status. status
+// is the status the API's error handler will answer an error with
+// (httpapi.Status), given by the composition root so that metrics stays
+// below the adapter it observes.
+func (m *Metrics) Middleware(status func(error) int) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
 			err := next(c)
-			status := c.Response().Status
+			code := c.Response().Status
 			if err != nil && !c.Response().Committed {
-				status = httpapi.Status(err) // rendered later by the error handler
+				code = status(err) // rendered later by the error handler
 			}
 			route := c.Path()
 			if route == "" || strings.HasSuffix(route, "/*") {
 				route = "unmatched" // no route: the raw path must not become a label
 			}
-			m.observer(c.Request().Method, route, status).Observe(time.Since(start).Seconds())
+			m.observer(c.Request().Method, route, code).Observe(time.Since(start).Seconds())
 			return err
 		}
 	}
 }
 
+// BearerAuthenticator checks a bearer token (httpapi.Authenticator, the
+// same method: stated here so that metrics stays below the adapter).
+type BearerAuthenticator interface {
+	AuthenticateBearer(ctx context.Context, token string) (*auth.Principal, error)
+}
+
 // Authenticator wraps a bearer authenticator and counts its outcomes
 // (finsvc_token_checks_total).
-func Authenticator(a httpapi.Authenticator) httpapi.Authenticator { return countingAuth{a} }
+func Authenticator(a BearerAuthenticator) BearerAuthenticator { return countingAuth{a} }
 
-type countingAuth struct{ next httpapi.Authenticator }
+type countingAuth struct{ next BearerAuthenticator }
 
 func (c countingAuth) AuthenticateBearer(ctx context.Context, token string) (*auth.Principal, error) {
 	p, err := c.next.AuthenticateBearer(ctx, token)

@@ -1,7 +1,6 @@
 package oauth_test
 
 import (
-	"context"
 	"errors"
 	"html"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/oauth"
 )
 
@@ -151,7 +151,7 @@ func TestAuditedAppActions(t *testing.T) {
 		// Rolled back, a registration, a rotation and a deletion leave no
 		// record (and the app).
 		rollback := errors.New("roll back")
-		if err := s.DB.InTx(o.Ctx, func(ctx context.Context, _ *gorm.DB) error {
+		if err := s.DB.InTx(o.Ctx, func(ctx db.TxContext, _ *gorm.DB) error {
 			if _, _, err := oauth.CreateAppCtx(ctx, s.DB, &uid, "Rolled Back", []string{testRedirect}, nil); err != nil {
 				return err
 			}

@@ -14,11 +14,11 @@ import (
 
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/app"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/users"
-	"github.com/finsvc/finsvc/openapi"
 )
 
 // TestBearerIsOneQuery: the bearer check is one database round trip.
@@ -37,7 +37,7 @@ func TestBearerIsOneQuery(t *testing.T) {
 		if err := s.DB.Callback().Raw().After("gorm:raw").Register("test:count_raw", inc); err != nil {
 			t.Fatal(err)
 		}
-		pol, err := openapi.LoadPolicy()
+		pol, err := authspec.Load()
 		if err != nil {
 			t.Fatal(err)
 		}

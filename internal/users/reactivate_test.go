@@ -1,7 +1,6 @@
 package users_test
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -45,7 +44,7 @@ func TestReactivateAudited(t *testing.T) {
 		}
 		// Rolled back: still deactivated, no record.
 		rollback := errors.New("roll back")
-		if err := d.InTx(ctx, func(ctx context.Context, _ *gorm.DB) error {
+		if err := d.InTx(ctx, func(ctx db.TxContext, _ *gorm.DB) error {
 			if _, err := s.Reactivate(ctx, m.ID); err != nil {
 				return err
 			}

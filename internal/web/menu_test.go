@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/users"
 	"github.com/finsvc/finsvc/internal/webui"
-	"github.com/finsvc/finsvc/openapi"
 )
 
 // The navigation (each adapter's entries, joined as internal/app joins
@@ -18,7 +18,7 @@ import (
 // here.
 func TestMenuFollowsThePolicy(t *testing.T) {
 	nav := slices.Concat(webui.Nav, oauth.Nav)
-	pol, err := openapi.LoadPolicy()
+	pol, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

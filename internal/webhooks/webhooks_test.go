@@ -12,13 +12,13 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -96,7 +96,7 @@ func deliveryPollsNever() delivery.Option { return delivery.WithPollInterval(tim
 // policy is the operation policy the service runs with (the spec's).
 func policy(t *testing.T) *auth.Policy {
 	t.Helper()
-	p, err := openapi.LoadPolicy()
+	p, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

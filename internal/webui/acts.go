@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -88,6 +89,33 @@ func (cs *Console) actsList(r *req) error {
 		}
 	}
 	p := &actsPage{Errors: fieldErrors{}}
+	b := p.readFilters(r)
+	if err := cs.chooseClient(ctx, p, &b); err != nil {
+		return err
+	}
+	tpls, _, err := cs.d.Acts.Templates.List(ctx, templates.Filter{}, page.Request{Page: 1, Limit: templatesShown})
+	if err != nil {
+		return err
+	}
+	p.Templates = tpls
+	res, err := cs.d.Acts.Browse(ctx, b)
+	if err != nil {
+		return err
+	}
+	p.Acts, p.SearchedDown = res.Acts, res.SearchedDown
+	p.Filtered = b.Query != "" || b.Status != nil || b.TemplateID != nil || b.ClientID != nil
+	p.link(b, res.Next)
+	msg := ""
+	if len(p.Errors) > 0 {
+		msg = "Part of what you asked for was left out: see the message beside it."
+	}
+	return cs.show(r, "acts", &view{Layout: web.Layout{Title: "Acts", Nav: "acts", Message: msg}, Page: p})
+}
+
+// readFilters reads the search and the filters of r into p and returns the
+// browse they ask for; a bad one is a sentence in p.Errors and is left
+// out.
+func (p *actsPage) readFilters(r *req) acts.Browse {
 	get := func(k string) string { return strings.TrimSpace(r.QueryParam(k)) }
 	p.Q, p.Status, p.Template, p.Client = get("q"), get("status"), get("template"), get("client")
 	b := acts.Browse{Query: p.Q}
@@ -102,33 +130,10 @@ func (cs *Console) actsList(r *req) error {
 			b.Status = &st
 		}
 	}
-	id := func(field, v, msg string) *int64 {
-		if v == "" {
-			return nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			p.Errors[field] = msg
-			return nil
-		}
-		return &n
-	}
-	b.TemplateID = id("template", p.Template, "Choose a template from the list.")
-	b.ClientID = id("client", p.Client, "A client is chosen by its number, from the client's name in the list.")
-	if b.ClientID != nil {
-		c, err := cs.d.Acts.Clients.Get(ctx, *b.ClientID)
-		switch {
-		case apperr.Is(err, apperr.NotFound):
-			p.Errors["client"] = "There is no such client."
-			b.ClientID = nil
-		case err != nil:
-			return err
-		default:
-			p.ClientName = c.CompanyName
-		}
-	}
+	b.TemplateID = p.number("template", p.Template, "Choose a template from the list.")
+	b.ClientID = p.number("client", p.Client, "A client is chosen by its number, from the client's name in the list.")
 	if v := get("before"); v != "" {
-		if n := id("before", v, "This page link is broken: start again from the first page."); n != nil {
+		if n := p.number("before", v, "This page link is broken: start again from the first page."); n != nil {
 			b.Before = *n
 		}
 	}
@@ -136,17 +141,45 @@ func (cs *Console) actsList(r *req) error {
 		p.Errors["q"] = "Search for at most 200 characters."
 		b.Query = ""
 	}
-	tpls, _, err := cs.d.Acts.Templates.List(ctx, templates.Filter{}, page.Request{Page: 1, Limit: templatesShown})
-	if err != nil {
-		return err
+	return b
+}
+
+// number reads v as a positive number; nil when v is empty, or bad (then
+// msg is field's error).
+func (p *actsPage) number(field, v, msg string) *int64 {
+	if v == "" {
+		return nil
 	}
-	p.Templates = tpls
-	res, err := cs.d.Acts.Browse(ctx, b)
-	if err != nil {
-		return err
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		p.Errors[field] = msg
+		return nil
 	}
-	p.Acts, p.SearchedDown = res.Acts, res.SearchedDown
-	p.Filtered = b.Query != "" || b.Status != nil || b.TemplateID != nil || b.ClientID != nil
+	return &n
+}
+
+// chooseClient names the client b filters on, or drops the filter when
+// there is no such client.
+func (cs *Console) chooseClient(ctx context.Context, p *actsPage, b *acts.Browse) error {
+	if b.ClientID == nil {
+		return nil
+	}
+	c, err := cs.d.Acts.Clients.Get(ctx, *b.ClientID)
+	switch {
+	case apperr.Is(err, apperr.NotFound):
+		p.Errors["client"] = "There is no such client."
+		b.ClientID = nil
+	case err != nil:
+		return err
+	default:
+		p.ClientName = c.CompanyName
+	}
+	return nil
+}
+
+// link sets the page's links: the valid filters, the same without the
+// client, and the next (older) page when next is set.
+func (p *actsPage) link(b acts.Browse, next int64) {
 	v := url.Values{}
 	for k, s := range map[string]string{"q": b.Query, "status": p.Status, "template": p.Template, "client": p.Client} {
 		if s != "" && p.Errors[k] == "" {
@@ -157,19 +190,14 @@ func (cs *Console) actsList(r *req) error {
 	p.Filters, p.Paged = template.URL(v.Encode()), b.Before > 0
 	v.Del("client")
 	p.AllClients = template.URL(v.Encode())
-	if res.Next > 0 {
+	if next > 0 {
 		v.Set("client", p.Client)
 		if p.Client == "" || p.Errors["client"] != "" {
 			v.Del("client")
 		}
-		v.Set("before", strconv.FormatInt(res.Next, 10))
+		v.Set("before", strconv.FormatInt(next, 10))
 		p.Older = template.URL(v.Encode())
 	}
-	msg := ""
-	if len(p.Errors) > 0 {
-		msg = "Part of what you asked for was left out: see the message beside it."
-	}
-	return cs.show(r, "acts", &view{Layout: web.Layout{Title: "Acts", Nav: "acts", Message: msg}, Page: p})
 }
 
 // act shows an act's fetch requests: each field's latest state, each

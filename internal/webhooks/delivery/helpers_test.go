@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
@@ -23,7 +24,6 @@ import (
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
-	"github.com/finsvc/finsvc/openapi"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -267,7 +267,7 @@ func (f *fixture) owner() *auth.Principal {
 // testPolicy is the operation policy the service runs with (the spec's).
 func testPolicy(t testing.TB) *auth.Policy {
 	t.Helper()
-	p, err := openapi.LoadPolicy()
+	p, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,13 +11,13 @@ import (
 
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
-	"github.com/finsvc/finsvc/openapi"
 )
 
 // logFixture is a tenant with an admin and a member, and the store.
@@ -32,7 +32,7 @@ type logFixture struct {
 func newLogFixture(t *testing.T, d *db.DB, slug string) *logFixture {
 	t.Helper()
 	ctx, tn := testdb.NewTenant(t, d, slug)
-	pol, err := openapi.LoadPolicy()
+	pol, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

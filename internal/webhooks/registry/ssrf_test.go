@@ -9,12 +9,12 @@ import (
 
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
-	"github.com/finsvc/finsvc/openapi"
 )
 
 // fakeDNS resolves a few names without touching the network.
@@ -99,7 +99,7 @@ func TestRegistrationRefusesNamesThatResolveToBlockedAddresses(t *testing.T) {
 // testPolicy is the operation policy the service runs with (the spec's).
 func testPolicy(t testing.TB) *auth.Policy {
 	t.Helper()
-	p, err := openapi.LoadPolicy()
+	p, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

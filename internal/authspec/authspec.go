@@ -1,4 +1,8 @@
-package openapi
+// Package authspec reads the operation policy (auth.Policy) from the
+// spec's declarations, for the composition root and the tests: the
+// contract package (openapi) stays free of server packages, and auth, a
+// domain package, free of the spec's machinery.
+package authspec
 
 import (
 	"errors"
@@ -10,26 +14,19 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/openapi"
 )
 
-// The extensions that declare the operation policy (the spec's
-// info.description, "Roles per operation", says what they mean).
-const (
-	ExtAction    = "x-finsvc-action"
-	ExtForbidden = "x-finsvc-forbidden"
-	ExtPages     = "x-finsvc-pages"
-)
-
-// LoadPolicy is Policy of the embedded document.
-func LoadPolicy() (*auth.Policy, error) {
-	spec, err := Load()
+// Load is FromSpec of the embedded document.
+func Load() (*auth.Policy, error) {
+	spec, err := openapi.Load()
 	if err != nil {
 		return nil, err
 	}
-	return Policy(spec)
+	return FromSpec(spec)
 }
 
-// Policy reads the operation policy from spec: for every operation of
+// FromSpec reads the operation policy from spec: for every operation of
 // every path (callbacks are requests finsvc sends, not operations it
 // serves), its action and 403 wording from the extensions and its scopes
 // from its security requirement; and the pages of x-finsvc-pages. It is
@@ -41,7 +38,7 @@ func LoadPolicy() (*auth.Policy, error) {
 //   - an operation asks for a scope the oauth2 scheme does not declare, or
 //     the scheme's scopes differ from auth.AllScopes (either way);
 //   - a page repeats an operation's name or lacks an action.
-func Policy(spec *openapi3.T) (*auth.Policy, error) {
+func FromSpec(spec *openapi3.T) (*auth.Policy, error) {
 	var errs []error
 	declared, err := declaredScopes(spec)
 	if err != nil {
@@ -77,18 +74,18 @@ func operationRule(spec *openapi3.T, op *openapi3.Operation, declared map[string
 		return auth.Rule{}, errors.New("no operationId")
 	}
 	r := auth.Rule{Operation: op.OperationID}
-	name, ok := op.Extensions[ExtAction].(string)
+	name, ok := op.Extensions[openapi.ExtAction].(string)
 	if !ok {
-		return r, fmt.Errorf("%s: no %s (read, write, admin or public): every operation declares who may call it", op.OperationID, ExtAction)
+		return r, fmt.Errorf("%s: no %s (read, write, admin or public): every operation declares who may call it", op.OperationID, openapi.ExtAction)
 	}
 	a, err := auth.ParseAction(name)
 	if err != nil {
-		return r, fmt.Errorf("%s: %s: %w", op.OperationID, ExtAction, err)
+		return r, fmt.Errorf("%s: %s: %w", op.OperationID, openapi.ExtAction, err)
 	}
 	r.Action = a
-	if raw, ok := op.Extensions[ExtForbidden]; ok {
+	if raw, ok := op.Extensions[openapi.ExtForbidden]; ok {
 		if r.Forbidden, ok = raw.(string); !ok || r.Forbidden == "" {
-			return r, fmt.Errorf("%s: %s must be a non-empty string", op.OperationID, ExtForbidden)
+			return r, fmt.Errorf("%s: %s must be a non-empty string", op.OperationID, openapi.ExtForbidden)
 		}
 	}
 	sec := spec.Security
@@ -100,7 +97,7 @@ func operationRule(spec *openapi3.T, op *openapi3.Operation, declared map[string
 			return r, fmt.Errorf("%s: a public operation says so with `security: []`", op.OperationID)
 		}
 		if r.Forbidden != "" {
-			return r, fmt.Errorf("%s: a public operation refuses nobody (%s)", op.OperationID, ExtForbidden)
+			return r, fmt.Errorf("%s: a public operation refuses nobody (%s)", op.OperationID, openapi.ExtForbidden)
 		}
 		return r, nil
 	}
@@ -151,13 +148,13 @@ func declaredScopes(spec *openapi3.T) (map[string]bool, error) {
 
 // pageRules reads x-finsvc-pages: {name: {action, forbidden}}.
 func pageRules(spec *openapi3.T) ([]auth.Rule, error) {
-	raw, ok := spec.Extensions[ExtPages]
+	raw, ok := spec.Extensions[openapi.ExtPages]
 	if !ok {
 		return nil, nil
 	}
 	pages, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s must map page names to {action, forbidden}", ExtPages)
+		return nil, fmt.Errorf("%s must map page names to {action, forbidden}", openapi.ExtPages)
 	}
 	var rules []auth.Rule
 	var errs []error
@@ -166,7 +163,7 @@ func pageRules(spec *openapi3.T) ([]auth.Rule, error) {
 		action, _ := m["action"].(string)
 		a, err := auth.ParseAction(action)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.%s: %w", ExtPages, name, err))
+			errs = append(errs, fmt.Errorf("%s.%s: %w", openapi.ExtPages, name, err))
 			continue
 		}
 		forbidden, _ := m["forbidden"].(string)

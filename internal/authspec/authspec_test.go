@@ -1,4 +1,4 @@
-package openapi_test
+package authspec_test
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/openapi"
 )
 
@@ -22,7 +23,7 @@ func load(t *testing.T) *openapi3.T {
 // The committed spec declares a policy for every operation, and the policy
 // carries what the spec says.
 func TestPolicyOfTheSpec(t *testing.T) {
-	pol, err := openapi.Policy(load(t))
+	pol, err := authspec.FromSpec(load(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestPolicyRefusesABadDeclaration(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := load(t)
 			tc.change(spec)
-			_, err := openapi.Policy(spec)
+			_, err := authspec.FromSpec(spec)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
