@@ -10,7 +10,7 @@ import (
 // The operation policy: who may call each operation. It is declared once,
 // in the spec (openapi/finsvc.yaml: `x-finsvc-action` and
 // `x-finsvc-forbidden` on every operation, `x-finsvc-pages` for the pages
-// outside the API), read once by the composition root (openapi.Policy) and
+// outside the API), read once by the composition root (authspec.FromSpec) and
 // handed to every place that decides: the API's authorization middleware,
 // the console, the developer pages and the webhook registry. Nothing else
 // decides which role may do what.

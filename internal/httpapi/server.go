@@ -83,7 +83,7 @@ type Deps struct {
 	Auth     Authenticator
 	Services Services
 	// Policy is the operation policy the authorization middleware
-	// enforces (read from the spec by internal/app, openapi.Policy).
+	// enforces (read from the spec by internal/app, authspec.FromSpec).
 	Policy *auth.Policy
 	// Budget charges requests to the rate limits (internal/ratelimit); nil
 	// limits nothing.
