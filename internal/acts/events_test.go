@@ -63,6 +63,9 @@ func TestChangeEventsShareTheTransaction(t *testing.T) {
 		}
 		a1, a2, a3 := newAct(), newAct(), newAct()
 		note := "checked"
+		// Read before the transactions below: inside them, a read with
+		// this test's context would leave the transaction (db.ErrEscapedTx).
+		note1 := noteID(a1)
 		for _, tc := range []struct {
 			kind  string
 			about uuid.UUID
@@ -70,7 +73,7 @@ func TestChangeEventsShareTheTransaction(t *testing.T) {
 		}{
 			{outbox.ActUpdated, a1, func(ctx context.Context) error { _, err := s.Update(ctx, p, a1, "B"); return err }},
 			{outbox.ActDataUpdated, a1, func(ctx context.Context) error {
-				_, err := s.WriteData(ctx, p, a1, acts.DataWrite{Items: []acts.DataItem{{ID: noteID(a1), Value: &note}}})
+				_, err := s.WriteData(ctx, p, a1, acts.DataWrite{Items: []acts.DataItem{{ID: note1, Value: &note}}})
 				return err
 			}},
 			{outbox.FetchRequestCompleted, a1, func(ctx context.Context) error {

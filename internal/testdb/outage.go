@@ -20,8 +20,14 @@ func TakeDown(t testing.TB, d *db.DB) (restore func()) {
 		}
 		return nil
 	}
+	// On the pool itself: a fault hook may call this inside an ambient
+	// transaction, which the handles would refuse to leave (db.ErrEscapedTx).
+	sqlDB, err := d.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var name string
-	if err := d.DB.Raw("SELECT current_database()").Scan(&name).Error; err != nil {
+	if err := sqlDB.QueryRow("SELECT current_database()").Scan(&name); err != nil {
 		t.Fatal(err)
 	}
 	admin, err := sql.Open("pgx", DirectURL())
