@@ -57,6 +57,7 @@ import (
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/ratelimit"
 	"github.com/finsvc/finsvc/internal/retention"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/templates"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/tracing"
@@ -65,7 +66,6 @@ import (
 	"github.com/finsvc/finsvc/internal/webhooks"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/internal/webui"
 	"github.com/finsvc/finsvc/openapi"
 )
@@ -355,7 +355,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	}
 	// Stored responses may carry a secret shown once: sealed like the
 	// webhook secrets, under a key of their own.
-	keyBox, err := secretbox.NewFor(cfg.Secret, "finsvc idempotent responses v1")
+	keyBox, err := sealing.NewFor(cfg.Secret, "finsvc idempotent responses v1")
 	if err != nil {
 		return nil, fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
 	}

@@ -123,7 +123,7 @@ type Result struct {
 	RequestID string
 }
 
-// Sealer seals stored bodies (secretbox.Box).
+// Sealer seals stored bodies (sealing.Box).
 type Sealer interface {
 	Seal(plaintext string, ad []byte) (string, error)
 	Open(ciphertext string, ad []byte) (string, error)

@@ -1,7 +1,7 @@
 // Package registry stores webhook registrations and serves the delivery log:
 // create, list, read, change, delete, rotate a registration's secret, list
 // its deliveries and queue one again. Every query is tenant-scoped through
-// tenant.Scope; signing secrets are stored sealed (internal/webhooks/secretbox)
+// tenant.Scope; signing secrets are stored sealed (internal/sealing)
 // and leave this package only at creation, at rotation, and when a person
 // reveals them after re-authenticating (Reveal, audited).
 package registry
@@ -26,10 +26,10 @@ import (
 	"github.com/finsvc/finsvc/internal/counts"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/page"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -89,7 +89,7 @@ func (Webhook) TableName() string { return "webhooks" }
 type Store struct {
 	db           *db.DB
 	policy       *auth.Policy
-	box          *secretbox.Box
+	box          *sealing.Box
 	allowPrivate bool
 	notifier     outbox.Notifier
 	now          func() time.Time
@@ -115,7 +115,7 @@ type Options struct {
 }
 
 // New returns a store sealing secrets with box.
-func New(d *db.DB, box *secretbox.Box, o Options) *Store {
+func New(d *db.DB, box *sealing.Box, o Options) *Store {
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -161,8 +161,8 @@ func (s *Store) Secrets(w *Webhook, now time.Time) ([]string, error) {
 }
 
 // OpenSecrets is Secrets for callers holding only the box.
-func OpenSecrets(box *secretbox.Box, w *Webhook, now time.Time) ([]string, error) {
-	ad := secretbox.AD(w.TenantID, w.ID)
+func OpenSecrets(box *sealing.Box, w *Webhook, now time.Time) ([]string, error) {
+	ad := sealing.AD(w.TenantID, w.ID)
 	cur, err := box.Open(w.SecretCiphertext, ad)
 	if err != nil {
 		return nil, fmt.Errorf("webhook %d: %w", w.ID, err)
@@ -218,7 +218,7 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 		if err != nil {
 			return err
 		}
-		ct, err := s.box.Seal(secret, secretbox.AD(tid, id))
+		ct, err := s.box.Seal(secret, sealing.AD(tid, id))
 		if err != nil {
 			return err
 		}
@@ -494,7 +494,7 @@ func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64, overlap
 		if err != nil {
 			return err
 		}
-		ct, err := s.box.Seal(secret, secretbox.AD(tid, id))
+		ct, err := s.box.Seal(secret, sealing.AD(tid, id))
 		if err != nil {
 			return err
 		}

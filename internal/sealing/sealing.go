@@ -1,4 +1,4 @@
-// Package secretbox encrypts secrets at rest: webhook signing secrets, and
+// Package sealing encrypts secrets at rest: webhook signing secrets, and
 // (with a key of its own, NewFor) stored responses that may carry a secret
 // shown once.
 //
@@ -8,7 +8,7 @@
 // service's global secret (FINSVC_SECRET), with the row's identity as
 // additional data, so a database dump alone reveals no secret and a
 // ciphertext copied onto another registration does not open there.
-package secretbox
+package sealing
 
 import (
 	"crypto/aes"
@@ -32,7 +32,7 @@ const info = "finsvc webhook signing secrets v1"
 
 // ErrDecrypt means a ciphertext did not open: wrong global secret, wrong row,
 // or tampering.
-var ErrDecrypt = errors.New("secretbox: cannot decrypt webhook secret")
+var ErrDecrypt = errors.New("sealing: cannot decrypt webhook secret")
 
 // Box seals and opens secrets. It is safe for concurrent use.
 type Box struct{ aead cipher.AEAD }
@@ -46,22 +46,22 @@ func New(globalSecret string) (*Box, error) { return NewFor(globalSecret, info) 
 // opens as another's, whatever its additional data.
 func NewFor(globalSecret, purpose string) (*Box, error) {
 	if len(globalSecret) < 16 {
-		return nil, errors.New("secretbox: global secret is missing or too short")
+		return nil, errors.New("sealing: global secret is missing or too short")
 	}
 	if purpose == "" {
-		return nil, errors.New("secretbox: a purpose is required")
+		return nil, errors.New("sealing: a purpose is required")
 	}
 	key, err := hkdf.Key(sha256.New, []byte(globalSecret), nil, purpose, 32)
 	if err != nil {
-		return nil, fmt.Errorf("secretbox: derive key: %w", err)
+		return nil, fmt.Errorf("sealing: derive key: %w", err)
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
-		return nil, fmt.Errorf("secretbox: %w", err)
+		return nil, fmt.Errorf("sealing: %w", err)
 	}
 	aead, err := cipher.NewGCM(block)
 	if err != nil {
-		return nil, fmt.Errorf("secretbox: %w", err)
+		return nil, fmt.Errorf("sealing: %w", err)
 	}
 	return &Box{aead: aead}, nil
 }
@@ -75,7 +75,7 @@ func AD(tenantID, webhookID int64) []byte {
 func (b *Box) Seal(plaintext string, ad []byte) (string, error) {
 	nonce := make([]byte, b.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
-		return "", fmt.Errorf("secretbox: nonce: %w", err)
+		return "", fmt.Errorf("sealing: nonce: %w", err)
 	}
 	out := b.aead.Seal(nonce, nonce, []byte(plaintext), ad)
 	return version + base64.RawStdEncoding.EncodeToString(out), nil
