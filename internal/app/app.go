@@ -355,9 +355,13 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	}
 	// Stored responses may carry a secret shown once: sealed like the
 	// webhook secrets, under a key of their own.
-	keyBox, err := sealing.NewFor(cfg.Secret, "finsvc idempotent responses v1")
+	ring, err := cfg.Ring()
 	if err != nil {
-		return nil, fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
+		return nil, fmt.Errorf("app: the key ring is not resolved (FINSVC_SECRET): %w", err)
+	}
+	keyBox, err := sealing.NewFor(ring, idempotency.SealPurpose)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
 	}
 	keys := idempotency.New(a.db, keyBox, o.now)
 	keys.BeforeCommit(o.idempotencyFault)

@@ -54,6 +54,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/sealing"
 )
 
 // TTL is how long an outcome is kept (and the key bound to its request).
@@ -121,6 +123,21 @@ type Result struct {
 	Body        []byte
 	// RequestID is the id of the request that produced the result.
 	RequestID string
+}
+
+// SealPurpose is the sealing purpose (sealing.NewFor) of stored bodies: a
+// key of their own, apart from the webhook secrets'.
+const SealPurpose = "finsvc idempotent responses v1"
+
+// SealedColumns are the sealed columns of this package's table, for
+// `finsvc secret reseal` and `finsvc secret status`: the body, bound to
+// the key's identity (Request.ad).
+func SealedColumns() []sealing.Column {
+	return []sealing.Column{{
+		Table: "idempotency_keys", Name: "body", Purpose: SealPurpose,
+		Keys: []string{"tenant_id", "client_id", "user_id", "key_hash"},
+		AD:   func(k []string) []byte { return []byte("idempotency:" + strings.Join(k, ":")) },
+	}}
 }
 
 // Sealer seals stored bodies (sealing.Box).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/idempotency"
+	"github.com/finsvc/finsvc/internal/keyring"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 )
@@ -26,7 +27,7 @@ func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 
 func box(t *testing.T) *sealing.Box {
 	t.Helper()
-	b, err := sealing.NewFor("a global secret of the test, long enough", "finsvc idempotency test v1")
+	b, err := sealing.NewFor(keyring.MustNew("a global secret of the test, long enough"), "finsvc idempotency test v1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/fieldtype"
 	"github.com/finsvc/finsvc/internal/integration"
+	"github.com/finsvc/finsvc/internal/keyring"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
@@ -129,7 +130,7 @@ func newLoop(t *testing.T, d *db.DB) *loop {
 	if err := d.Table("users").Create(map[string]any{"tenant_id": tn.ID, "id": uid, "email": "m@acme", "name": "M", "role": "member", "password_hash": "!"}).Error; err != nil {
 		t.Fatal(err)
 	}
-	box, _ := sealing.New(globalSecret)
+	box, _ := sealing.New(keyring.MustNew(globalSecret))
 	l.store = registry.New(d, box, registry.Options{Policy: testPolicy(t), AllowPrivate: true})
 
 	// The receiver is registered before its secret exists; it reads the

@@ -12,6 +12,7 @@ import (
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/keyring"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/testdb"
@@ -36,7 +37,7 @@ func newLogFixture(t *testing.T, d *db.DB, slug string) *logFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	box, err := sealing.New("registry-log-test-secret-0123456789")
+	box, err := sealing.New(keyring.MustNew("registry-log-test-secret-0123456789"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -158,6 +159,22 @@ func (s *Store) clock() time.Time { return db.Clock(s.now).Now() }
 // workers call it for every attempt.
 func (s *Store) Secrets(w *Webhook, now time.Time) ([]string, error) {
 	return OpenSecrets(s.box, w, now)
+}
+
+// SealedColumns are the registrations' sealed columns, for `finsvc secret
+// reseal` and `finsvc secret status`: the secret and the previous secret
+// of an overlap, both bound to the registration (sealing.AD).
+func SealedColumns() []sealing.Column {
+	ad := func(k []string) []byte {
+		tid, _ := strconv.ParseInt(k[0], 10, 64)
+		id, _ := strconv.ParseInt(k[1], 10, 64)
+		return sealing.AD(tid, id)
+	}
+	keys := []string{"tenant_id", "id"}
+	return []sealing.Column{
+		{Table: "webhooks", Name: "secret_ciphertext", Keys: keys, AD: ad},
+		{Table: "webhooks", Name: "previous_secret_ciphertext", Keys: keys, AD: ad},
+	}
 }
 
 // OpenSecrets is Secrets for callers holding only the box.

@@ -10,6 +10,7 @@ import (
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/keyring"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
@@ -48,7 +49,7 @@ func TestRegistrationRefusesNamesThatResolveToBlockedAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := &auth.Principal{TenantID: tn.ID, UserID: uid, Role: auth.RoleAdmin}
-		box, err := sealing.New("registry-test-global-secret-0123456789abcdef")
+		box, err := sealing.New(keyring.MustNew("registry-test-global-secret-0123456789abcdef"))
 		if err != nil {
 			t.Fatal(err)
 		}
