@@ -153,6 +153,7 @@ func TestSecretRotationUnderLoad(t *testing.T) {
 		failures []string
 		retries  atomic.Int64
 	)
+	started := time.Now()
 	runCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -229,6 +230,7 @@ func TestSecretRotationUnderLoad(t *testing.T) {
 	roll("drop the old secret", "FINSVC_SECRET="+newSecret, "FINSVC_SECRET_PREVIOUS=")
 	stopLoad()
 	wg.Wait()
+	t.Logf("three rolling restarts and the reseal under load took %v", time.Since(started).Round(time.Millisecond))
 	if code, _, _, err := c.Do(ctx, nil, "GET", "/api/1.0/me", c.Token, nil); err != nil || code != http.StatusUnauthorized {
 		t.Fatalf("the token of the dropped secret: %d %v, want 401", code, err)
 	}
