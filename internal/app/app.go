@@ -59,6 +59,7 @@ import (
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/ratelimit"
 	"github.com/finsvc/finsvc/internal/retention"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/templates"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/tracing"
@@ -67,7 +68,6 @@ import (
 	"github.com/finsvc/finsvc/internal/webhooks"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/internal/webui"
 	"github.com/finsvc/finsvc/openapi"
 )
@@ -442,9 +442,13 @@ func (a *App) buildServices(b *assembly) error {
 func (a *App) buildHandler(b *assembly) error {
 	// Stored responses may carry a secret shown once: sealed like the
 	// webhook secrets, under a key of their own.
-	keyBox, err := secretbox.NewFor(a.cfg.Secret, "finsvc idempotent responses v1")
+	ring, err := a.cfg.Ring()
 	if err != nil {
-		return fmt.Errorf("app: the global secret is not resolved (FINSVC_SECRET): %w", err)
+		return fmt.Errorf("app: the key ring is not resolved (FINSVC_SECRET): %w", err)
+	}
+	keyBox, err := sealing.NewFor(ring, idempotency.SealPurpose)
+	if err != nil {
+		return fmt.Errorf("app: %w", err)
 	}
 	keys := idempotency.New(a.db, keyBox, b.o.now)
 	keys.BeforeCommit(b.o.idempotencyFault)

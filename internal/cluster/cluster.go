@@ -67,8 +67,9 @@ type Cluster struct {
 	ClientID, ClientSecret string
 	Token, RefreshToken    string
 
-	mu sync.Mutex
-	rr int
+	mu       sync.Mutex
+	rr       int
+	replaced int // replicas replaced so far (Replace), for log names
 }
 
 // Build compiles cmd/finsvc into dir and returns the binary's path. root is
@@ -240,6 +241,48 @@ func tail(b []byte) string {
 	return string(b)
 }
 
+// CLIEnv is CLI with extraEnv ("KEY=value") added to the cluster's
+// environment (a command run with another key ring, say).
+func (c *Cluster) CLIEnv(ctx context.Context, extraEnv []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.opts.Binary, args...)
+	cmd.Env = append(c.env(), extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("finsvc %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// Replace is one step of a rolling restart, the way a load balancer runs
+// it: it starts a replacement of r with extraEnv added to the cluster's
+// environment, puts it in r's place in the rotation once it is ready
+// (Next no longer returns r), then stops r gracefully (SIGTERM: r finishes
+// its in-flight requests).
+func (c *Cluster) Replace(ctx context.Context, r *Replica, extraEnv ...string) (*Replica, error) {
+	c.mu.Lock()
+	c.replaced++
+	n := len(c.Replicas) + c.replaced
+	c.mu.Unlock()
+	nr, err := c.spawn(n, extraEnv...)
+	if err != nil {
+		return nil, err
+	}
+	if err := nr.waitReady(ctx); err != nil {
+		nr.Kill()
+		return nil, err
+	}
+	c.mu.Lock()
+	for i := range c.Replicas {
+		if c.Replicas[i] == r {
+			c.Replicas[i] = nr
+		}
+	}
+	c.mu.Unlock()
+	r.stop()
+	return nr, nil
+}
+
 // Kill ends the replica with SIGKILL (a crash: nothing is released).
 func (r *Replica) Kill() {
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
@@ -250,21 +293,26 @@ func (r *Replica) Kill() {
 // Stop ends every replica still running (SIGTERM, then SIGKILL after 15 s).
 func (c *Cluster) Stop() {
 	for _, r := range c.Replicas {
-		select {
-		case err := <-r.done:
-			r.done <- err
-			continue
-		default:
-		}
-		_ = r.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-r.done:
-		case <-time.After(15 * time.Second):
-			_ = r.cmd.Process.Signal(syscall.SIGKILL)
-			<-r.done
-		}
-		r.done <- nil
+		r.stop()
 	}
+}
+
+// stop ends r with SIGTERM, then SIGKILL after 15 s.
+func (r *Replica) stop() {
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return
+	default:
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		_ = r.cmd.Process.Signal(syscall.SIGKILL)
+		<-r.done
+	}
+	r.done <- nil
 }
 
 // Next returns the replicas in turn (the round-robin client in front).

@@ -39,9 +39,15 @@ type Config struct {
 	BaseDomain     string // tenants are <slug>.<BaseDomain>
 	TrustProxy     bool   // honour X-Forwarded-Host / -Proto / -For
 
-	// Secret is the global secret from which per-tenant token HMAC keys are
-	// derived. Env only (a flag would show in ps). See ResolveSecret.
+	// Secret is the current global secret from which per-tenant token HMAC
+	// keys and the sealing keys are derived. Env only (a flag would show in
+	// ps). See ResolveSecret.
 	Secret string
+	// SecretPrevious and SecretRevoked complete the key ring (Ring,
+	// internal/keyring): previous secrets, which only verify and open, and
+	// the ids of those that leaked. Env only.
+	SecretPrevious string
+	SecretRevoked  string
 
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
@@ -237,8 +243,10 @@ func (c *Config) Validate() error {
 			add("redis-url: want redis://host:port/db or rediss://…")
 		}
 	}
-	if c.Secret != "" && len(c.Secret) < MinSecretLen {
-		add("FINSVC_SECRET: must be at least %d characters", MinSecretLen)
+	if c.Secret != "" || c.SecretPrevious != "" || c.SecretRevoked != "" {
+		if _, err := c.Ring(); err != nil {
+			add("%s", err.Error())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -268,6 +276,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("base_domain", c.BaseDomain),
 		slog.Bool("trust_proxy", c.TrustProxy),
 		slog.Bool("secret_set", c.Secret != ""),
+		slog.String("key_ring", c.ringIDs()),
 		slog.Duration("access_token_ttl", c.AccessTokenTTL),
 		slog.Duration("refresh_token_ttl", c.RefreshTokenTTL),
 		slog.Duration("auth_code_ttl", c.AuthCodeTTL),

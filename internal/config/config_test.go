@@ -167,6 +167,9 @@ func TestValidate(t *testing.T) {
 		{"no workers", func(c *Config) { c.WebhookConcurrency = 0 }, "FINSVC_WEBHOOK_CONCURRENCY"},
 		{"no endpoint slot", func(c *Config) { c.WebhookEndpointConcurrency = 0 }, "FINSVC_WEBHOOK_ENDPOINT_CONCURRENCY"},
 		{"short secret", func(c *Config) { c.Secret = "short" }, "FINSVC_SECRET"},
+		{"previous without current", func(c *Config) { c.SecretPrevious = strings.Repeat("p", 40) }, "need FINSVC_SECRET"},
+		{"short previous", func(c *Config) { c.Secret, c.SecretPrevious = strings.Repeat("s", 40), "short" }, "FINSVC_SECRET_PREVIOUS: secret 1 must be at least"},
+		{"revoked unknown", func(c *Config) { c.Secret, c.SecretRevoked = strings.Repeat("s", 40), "deadbeef" }, "FINSVC_SECRET_REVOKED"},
 	}
 	for _, tt := range tests {
 		c := Default()
@@ -344,5 +347,25 @@ func TestBehindPooler(t *testing.T) {
 		if got := cfg.BehindPooler(); got != c.want {
 			t.Errorf("%+v: BehindPooler = %v; want %v", c, got, c.want)
 		}
+	}
+}
+
+// A replica refuses to start on a malformed key ring, also when the current
+// secret is the generated one (SQLite).
+func TestResolveSecretRefusesMalformedRing(t *testing.T) {
+	c := Default()
+	c.DataDir = t.TempDir()
+	c.SecretPrevious = "too short"
+	if _, err := c.ResolveSecret("sqlite"); err == nil || !strings.Contains(err.Error(), "FINSVC_SECRET_PREVIOUS") {
+		t.Fatalf("ResolveSecret = %v", err)
+	}
+	c = Default()
+	c.Secret, c.SecretPrevious = strings.Repeat("s", 40), strings.Repeat("p", 40)
+	if _, err := c.ResolveSecret("postgres"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Ring()
+	if err != nil || len(r.IDs()) != 2 {
+		t.Fatalf("Ring = %v %v", r, err)
 	}
 }

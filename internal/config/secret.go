@@ -9,10 +9,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/finsvc/finsvc/internal/keyring"
 )
 
 // MinSecretLen is the minimum length of FINSVC_SECRET.
-const MinSecretLen = 32
+const MinSecretLen = keyring.MinSecretLen
+
+// Ring returns the key ring of the configured secrets (current Secret,
+// SecretPrevious, SecretRevoked); an error names what is malformed. Call
+// it after ResolveSecret.
+func (c *Config) Ring() (*keyring.Ring, error) {
+	return keyring.Parse(c.Secret, c.SecretPrevious, c.SecretRevoked)
+}
+
+// ringIDs describes the ring for the startup log (ids only), or "".
+func (c *Config) ringIDs() string {
+	r, err := c.Ring()
+	if err != nil {
+		return ""
+	}
+	return r.String()
+}
 
 // SecretFile is the file under DataDir holding a generated secret.
 const SecretFile = "secret"
@@ -29,8 +47,20 @@ const SecretFile = "secret"
 //     fail on the others (and all of them fail after every restart), so
 //     the operator must provide one shared secret.
 //
-// generated reports whether a new secret was written.
+// generated reports whether a new secret was written. The whole key ring
+// is then checked (Ring): a malformed ring refuses the start.
 func (c *Config) ResolveSecret(dialect string) (generated bool, err error) {
+	generated, err = c.resolveSecret(dialect)
+	if err != nil {
+		return generated, err
+	}
+	if _, err := c.Ring(); err != nil {
+		return generated, err
+	}
+	return generated, nil
+}
+
+func (c *Config) resolveSecret(dialect string) (generated bool, err error) {
 	if c.Secret != "" {
 		if len(c.Secret) < MinSecretLen {
 			return false, fmt.Errorf("FINSVC_SECRET must be at least %d characters", MinSecretLen)

@@ -13,9 +13,10 @@ import (
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -75,7 +76,7 @@ func TestWebhookLifecycle(t *testing.T) {
 		if strings.Contains(row.SecretCiphertext, key) || strings.Contains(row.SecretCiphertext, wh.Secret) {
 			t.Fatal("secret stored in the clear")
 		}
-		box, _ := secretbox.New(testSecret)
+		box, _ := sealing.New(keyring.MustNew(testSecret))
 		if got, err := registry.OpenSecrets(box, &row, time.Now()); err != nil || len(got) != 1 || got[0] != wh.Secret {
 			t.Fatalf("sealed secret opens to %d secrets, %v", len(got), err)
 		}

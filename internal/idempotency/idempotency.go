@@ -54,6 +54,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/sealing"
 )
 
 // TTL is how long an outcome is kept (and the key bound to its request).
@@ -123,7 +125,22 @@ type Result struct {
 	RequestID string
 }
 
-// Sealer seals stored bodies (secretbox.Box).
+// SealPurpose is the sealing purpose (sealing.NewFor) of stored bodies: a
+// key of their own, apart from the webhook secrets'.
+const SealPurpose = "finsvc idempotent responses v1"
+
+// SealedColumns are the sealed columns of this package's table, for
+// `finsvc secret reseal` and `finsvc secret status`: the body, bound to
+// the key's identity (Request.ad).
+func SealedColumns() []sealing.Column {
+	return []sealing.Column{{
+		Table: "idempotency_keys", Name: "body", Purpose: SealPurpose,
+		Keys: []string{"tenant_id", "client_id", "user_id", "key_hash"},
+		AD:   func(k []string) []byte { return []byte("idempotency:" + strings.Join(k, ":")) },
+	}}
+}
+
+// Sealer seals stored bodies (sealing.Box).
 type Sealer interface {
 	Seal(plaintext string, ad []byte) (string, error)
 	Open(ciphertext string, ad []byte) (string, error)

@@ -12,8 +12,9 @@ import (
 
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/idempotency"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 )
 
 type clock struct {
@@ -24,9 +25,9 @@ type clock struct {
 func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
-func box(t *testing.T) *secretbox.Box {
+func box(t *testing.T) *sealing.Box {
 	t.Helper()
-	b, err := secretbox.NewFor("a global secret of the test, long enough", "finsvc idempotency test v1")
+	b, err := sealing.NewFor(keyring.MustNew("a global secret of the test, long enough"), "finsvc idempotency test v1")
 	if err != nil {
 		t.Fatal(err)
 	}

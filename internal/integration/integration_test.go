@@ -22,12 +22,13 @@ import (
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/fieldtype"
 	"github.com/finsvc/finsvc/internal/integration"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -129,7 +130,7 @@ func newLoop(t *testing.T, d *db.DB) *loop {
 	if err := d.Table("users").Create(map[string]any{"tenant_id": tn.ID, "id": uid, "email": "m@acme", "name": "M", "role": "member", "password_hash": "!"}).Error; err != nil {
 		t.Fatal(err)
 	}
-	box, _ := secretbox.New(globalSecret)
+	box, _ := sealing.New(keyring.MustNew(globalSecret))
 	l.store = registry.New(d, box, registry.Options{Policy: testPolicy(t), AllowPrivate: true})
 
 	// The receiver is registered before its secret exists; it reads the

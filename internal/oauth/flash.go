@@ -31,11 +31,31 @@ type flashBody struct {
 }
 
 func (s *Service) flashAEAD(c echo.Context) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(deriveKey(s.secret, purposeFlash, tenant.ID(c.Request().Context())))
+	return flashAEADOf(deriveKey(s.ring.Current().Secret(), purposeFlash, tenant.ID(c.Request().Context())))
+}
+
+func flashAEADOf(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
 	return cipher.NewGCM(block)
+}
+
+// openFlash opens a sealed flash under the current secret's key or an
+// unrevoked previous one's (a flash set by a replica not yet restarted
+// with the new ring).
+func (s *Service) openFlash(c echo.Context, sealed []byte) ([]byte, bool) {
+	for _, key := range verifierKeys(s.ring, purposeFlash, tenant.ID(c.Request().Context())) {
+		aead, err := flashAEADOf(key)
+		if err != nil || len(sealed) < aead.NonceSize() {
+			return nil, false
+		}
+		if plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(flashCookie)); err == nil {
+			return plain, true
+		}
+	}
+	return nil, false
 }
 
 // SetFlash seals v (AES-GCM under a per-tenant key; the browser cannot
@@ -77,12 +97,8 @@ func (s *Service) TakeFlash(c echo.Context, userID int64, path string, v any) bo
 	if err != nil || len(sealed) > 8192 {
 		return false
 	}
-	aead, err := s.flashAEAD(c)
-	if err != nil || len(sealed) < aead.NonceSize() {
-		return false
-	}
-	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(flashCookie))
-	if err != nil {
+	plain, ok := s.openFlash(c, sealed)
+	if !ok {
 		return false
 	}
 	var b flashBody

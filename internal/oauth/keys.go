@@ -9,6 +9,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/finsvc/finsvc/internal/keyring"
 	"github.com/finsvc/finsvc/internal/tenant"
 )
 
@@ -34,10 +35,11 @@ func deriveKey(secret []byte, purpose string, tenantID int64) []byte {
 
 // tenantKeys is the configuration of fosite's HMAC token strategy: the
 // fosite settings, with the global secret replaced by the current tenant's
-// derived key.
+// key derived from the ring's current secret, and the rotated secrets by
+// the keys derived from its previous, unrevoked secrets.
 type tenantKeys struct {
 	*fosite.Config
-	secret []byte
+	ring *keyring.Ring
 }
 
 var errNoTenant = errors.New("oauth: no tenant in context")
@@ -48,9 +50,32 @@ func (k *tenantKeys) GetGlobalSecret(ctx context.Context) ([]byte, error) {
 	if !ok {
 		return nil, errNoTenant
 	}
-	return deriveKey(k.secret, purposeTokens, t.ID), nil
+	return deriveKey(k.ring.Current().Secret(), purposeTokens, t.ID), nil
 }
 
 // GetRotatedGlobalSecrets implements fosite.RotatedGlobalSecretsProvider:
-// no rotation of the global secret yet.
-func (k *tenantKeys) GetRotatedGlobalSecrets(context.Context) ([][]byte, error) { return nil, nil }
+// a token signed under a previous secret stays valid until it expires,
+// unless that secret is revoked (it leaked).
+func (k *tenantKeys) GetRotatedGlobalSecrets(ctx context.Context) ([][]byte, error) {
+	t, ok := tenant.FromContext(ctx)
+	if !ok {
+		return nil, errNoTenant
+	}
+	var out [][]byte
+	for _, key := range k.ring.Verifiers()[1:] {
+		out = append(out, deriveKey(key.Secret(), purposeTokens, t.ID))
+	}
+	return out, nil
+}
+
+// verifierKeys returns the tenant's keys for purpose that a signature or
+// sealed cookie may be checked with: the current secret's first, then the
+// unrevoked previous secrets' (so that a form or a cookie made by a replica
+// still on the old secret during a rolling restart is accepted).
+func verifierKeys(ring *keyring.Ring, purpose string, tenantID int64) [][]byte {
+	var out [][]byte
+	for _, key := range ring.Verifiers() {
+		out = append(out, deriveKey(key.Secret(), purpose, tenantID))
+	}
+	return out
+}

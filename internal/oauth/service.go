@@ -23,6 +23,7 @@ import (
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/keyring"
 	"github.com/finsvc/finsvc/internal/oauth/store"
 	"github.com/finsvc/finsvc/internal/users"
 	"github.com/finsvc/finsvc/internal/web"
@@ -47,7 +48,7 @@ type Service struct {
 	fosite   *fosite.Fosite // the same provider: AuthenticateClient
 	strategy *foauth2.HMACSHAStrategy
 	enigma   *hmac.HMACStrategy
-	secret   []byte
+	ring     *keyring.Ring // token, CSRF and flash keys derive from it
 	pages    *template.Template
 	now      func() time.Time
 	logins   *loginThrottle
@@ -108,8 +109,9 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 	if d == nil || cfg == nil || us == nil {
 		return nil, errors.New("oauth: database, config and user store are required")
 	}
-	if len(cfg.Secret) < config.MinSecretLen {
-		return nil, fmt.Errorf("oauth: the global secret must be at least %d characters (config.ResolveSecret)", config.MinSecretLen)
+	ring, err := cfg.Ring()
+	if err != nil {
+		return nil, fmt.Errorf("oauth: the key ring (config.ResolveSecret): %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -128,7 +130,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 		ClientSecretsHasher:            store.SecretHasher{},
 		SendDebugMessagesToClients:     false,
 	}
-	keys := &tenantKeys{Config: fc, secret: []byte(cfg.Secret)}
+	keys := &tenantKeys{Config: fc, ring: ring}
 	enigma := &hmac.HMACStrategy{Config: keys}
 	strategy := foauth2.NewHMACSHAStrategy(enigma, keys)
 	provider := compose.Compose(fc, st, strategy,
@@ -148,7 +150,7 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 	svc := &Service{
 		db: d, hotDB: d.PreparedSession(), cfg: cfg, log: log, store: st, users: us,
 		provider: provider, fosite: provider.(*fosite.Fosite), strategy: strategy, enigma: enigma,
-		secret: []byte(cfg.Secret), pages: pages, now: time.Now, budget: noBudget{}, nav: Nav,
+		ring: ring, pages: pages, now: time.Now, budget: noBudget{}, nav: Nav,
 	}
 	for _, o := range opts {
 		o(svc)

@@ -140,7 +140,11 @@ func (s *Service) csrfSeed(c echo.Context) string {
 // bound). Double-submit: an attacker can neither read the HttpOnly seed
 // nor compute the MAC.
 func (s *Service) csrfToken(ctx context.Context, seed, purpose, bound string) string {
-	m := hmac.New(sha256.New, deriveKey(s.secret, purposeCSRF, tenant.ID(ctx)))
+	return csrfMAC(deriveKey(s.ring.Current().Secret(), purposeCSRF, tenant.ID(ctx)), seed, purpose, bound)
+}
+
+func csrfMAC(key []byte, seed, purpose, bound string) string {
+	m := hmac.New(sha256.New, key)
 	for _, p := range []string{purpose, seed, bound} {
 		m.Write([]byte(p))
 		m.Write([]byte{0})
@@ -155,8 +159,17 @@ func (s *Service) checkCSRF(c echo.Context, purpose, bound string) bool {
 		return false
 	}
 	got := c.Request().PostFormValue("csrf_token")
-	want := s.csrfToken(c.Request().Context(), ck.Value, purpose, bound)
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	if got == "" {
+		return false
+	}
+	// A form rendered under a previous, unrevoked secret (by a replica not
+	// yet restarted with the new ring) is still accepted.
+	for _, key := range verifierKeys(s.ring, purposeCSRF, tenant.ID(c.Request().Context())) {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(csrfMAC(key, ck.Value, purpose, bound))) == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // The console pages (internal/webui) use the same session and CSRF machinery as

@@ -13,10 +13,10 @@ import (
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 )
 
 // Service is the webhook context of one process.
@@ -36,9 +36,13 @@ type Service struct {
 // also admits http:// targets) and the attempt timeout; opts configure the
 // worker. pol is the operation policy the registry asks before a change.
 func New(d *db.DB, cfg *config.Config, logger *slog.Logger, pol *auth.Policy, opts ...delivery.Option) (*Service, error) {
-	box, err := secretbox.New(cfg.Secret)
+	ring, err := cfg.Ring()
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: the global secret is not resolved (FINSVC_SECRET): %w", err)
+		return nil, fmt.Errorf("webhooks: the key ring is not resolved (FINSVC_SECRET): %w", err)
+	}
+	box, err := sealing.New(ring)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	w, err := delivery.NewWorker(d, box, cfg, logger, opts...)
 	if err != nil {

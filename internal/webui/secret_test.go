@@ -14,9 +14,10 @@ import (
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/audit"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 )
 
 var revealedRE = regexp.MustCompile(`id="(current|previous)-secret" value="([^"]+)"`)
@@ -38,7 +39,7 @@ func signing(t *testing.T, o *org, id int64) []string {
 	if err := o.Env.DB.Where("tenant_id = ? AND id = ?", o.Tenant.ID, id).Take(&w).Error; err != nil {
 		t.Fatal(err)
 	}
-	box, err := secretbox.New(o.Env.Config.Secret)
+	box, err := sealing.New(keyring.MustNew(o.Env.Config.Secret))
 	if err != nil {
 		t.Fatal(err)
 	}

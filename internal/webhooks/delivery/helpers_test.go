@@ -19,11 +19,12 @@ import (
 	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -66,7 +67,7 @@ func newFixture(t testing.TB, d *db.DB) *fixture {
 	if err := d.Table("users").Create(map[string]any{"tenant_id": tn.ID, "id": uid, "email": "m@acme", "name": "M", "role": "member", "password_hash": "!"}).Error; err != nil {
 		t.Fatal(err)
 	}
-	box, err := secretbox.New(globalSecret)
+	box, err := sealing.New(keyring.MustNew(globalSecret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func (f *fixture) worker(opts ...delivery.Option) *delivery.Worker {
 	f.t.Helper()
 	// The worker's box comes from f.cfg.Secret, which a test may change to
 	// play a misconfigured replica.
-	box, err := secretbox.New(f.cfg.Secret)
+	box, err := sealing.New(keyring.MustNew(f.cfg.Secret))
 	if err != nil {
 		f.t.Fatal(err)
 	}

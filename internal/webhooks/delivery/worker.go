@@ -51,12 +51,12 @@ import (
 
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tracing/suppress"
 	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 	"github.com/finsvc/finsvc/internal/webhooks/retry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -163,7 +163,7 @@ func WithObserver(fn func(Result)) Option { return func(w *Worker) { w.observe =
 // stop it with Stop.
 type Worker struct {
 	db          *db.DB
-	box         *secretbox.Box
+	box         *sealing.Box
 	logger      *slog.Logger
 	client      *http.Client
 	clientOpts  *httpclient.Options
@@ -199,7 +199,7 @@ type Worker struct {
 // NewWorker builds a worker over d that opens signing secrets with box. cfg
 // supplies the attempt timeout (WebhookTimeout) and the SSRF switch
 // (WebhookAllowPrivate), which also admits http:// targets.
-func NewWorker(d *db.DB, box *secretbox.Box, cfg *config.Config, logger *slog.Logger, opts ...Option) (*Worker, error) {
+func NewWorker(d *db.DB, box *sealing.Box, cfg *config.Config, logger *slog.Logger, opts ...Option) (*Worker, error) {
 	if box == nil {
 		return nil, errors.New("delivery: no secret box to open signing secrets with")
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 )
 
 // logFixture is a tenant with an admin and a member, and the store.
@@ -36,7 +37,7 @@ func newLogFixture(t *testing.T, d *db.DB, slug string) *logFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	box, err := secretbox.New("registry-log-test-secret-0123456789")
+	box, err := sealing.New(keyring.MustNew("registry-log-test-secret-0123456789"))
 	if err != nil {
 		t.Fatal(err)
 	}

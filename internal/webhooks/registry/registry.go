@@ -1,7 +1,7 @@
 // Package registry stores webhook registrations and serves the delivery log:
 // create, list, read, change, delete, rotate a registration's secret, list
 // its deliveries and queue one again. Every query is tenant-scoped through
-// tenant.Scope; signing secrets are stored sealed (internal/webhooks/secretbox)
+// tenant.Scope; signing secrets are stored sealed (internal/sealing)
 // and leave this package only at creation, at rotation, and when a person
 // reveals them after re-authenticating (Reveal, audited).
 package registry
@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,10 +27,10 @@ import (
 	"github.com/finsvc/finsvc/internal/counts"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/page"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
@@ -89,7 +90,7 @@ func (Webhook) TableName() string { return "webhooks" }
 type Store struct {
 	db           *db.DB
 	policy       *auth.Policy
-	box          *secretbox.Box
+	box          *sealing.Box
 	allowPrivate bool
 	notifier     outbox.Notifier
 	now          func() time.Time
@@ -115,7 +116,7 @@ type Options struct {
 }
 
 // New returns a store sealing secrets with box.
-func New(d *db.DB, box *secretbox.Box, o Options) *Store {
+func New(d *db.DB, box *sealing.Box, o Options) *Store {
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -160,9 +161,25 @@ func (s *Store) Secrets(w *Webhook, now time.Time) ([]string, error) {
 	return OpenSecrets(s.box, w, now)
 }
 
+// SealedColumns are the registrations' sealed columns, for `finsvc secret
+// reseal` and `finsvc secret status`: the secret and the previous secret
+// of an overlap, both bound to the registration (sealing.AD).
+func SealedColumns() []sealing.Column {
+	ad := func(k []string) []byte {
+		tid, _ := strconv.ParseInt(k[0], 10, 64)
+		id, _ := strconv.ParseInt(k[1], 10, 64)
+		return sealing.AD(tid, id)
+	}
+	keys := []string{"tenant_id", "id"}
+	return []sealing.Column{
+		{Table: "webhooks", Name: "secret_ciphertext", Keys: keys, AD: ad},
+		{Table: "webhooks", Name: "previous_secret_ciphertext", Keys: keys, AD: ad},
+	}
+}
+
 // OpenSecrets is Secrets for callers holding only the box.
-func OpenSecrets(box *secretbox.Box, w *Webhook, now time.Time) ([]string, error) {
-	ad := secretbox.AD(w.TenantID, w.ID)
+func OpenSecrets(box *sealing.Box, w *Webhook, now time.Time) ([]string, error) {
+	ad := sealing.AD(w.TenantID, w.ID)
 	cur, err := box.Open(w.SecretCiphertext, ad)
 	if err != nil {
 		return nil, fmt.Errorf("webhook %d: %w", w.ID, err)
@@ -218,7 +235,7 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 		if err != nil {
 			return err
 		}
-		ct, err := s.box.Seal(secret, secretbox.AD(tid, id))
+		ct, err := s.box.Seal(secret, sealing.AD(tid, id))
 		if err != nil {
 			return err
 		}
@@ -494,7 +511,7 @@ func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64, overlap
 		if err != nil {
 			return err
 		}
-		ct, err := s.box.Seal(secret, secretbox.AD(tid, id))
+		ct, err := s.box.Seal(secret, sealing.AD(tid, id))
 		if err != nil {
 			return err
 		}

@@ -11,10 +11,11 @@ import (
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
 )
 
 // fakeDNS resolves a few names without touching the network.
@@ -48,7 +49,7 @@ func TestRegistrationRefusesNamesThatResolveToBlockedAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := &auth.Principal{TenantID: tn.ID, UserID: uid, Role: auth.RoleAdmin}
-		box, err := secretbox.New("registry-test-global-secret-0123456789abcdef")
+		box, err := sealing.New(keyring.MustNew("registry-test-global-secret-0123456789abcdef"))
 		if err != nil {
 			t.Fatal(err)
 		}
