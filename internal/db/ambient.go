@@ -76,6 +76,7 @@ var (
 	_ gorm.ConnPoolBeginner = (*ambientPool)(nil)
 	_ gorm.GetDBConnector   = (*ambientPool)(nil)
 	_ gorm.TxCommitter      = (*savepoint)(nil)
+	_ gorm.Tx               = (*outcomeTx)(nil)
 )
 
 func (p *ambientPool) target(ctx context.Context) gorm.ConnPool {
@@ -119,7 +120,8 @@ func (p *ambientPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.Co
 		if err != nil {
 			return nil, err
 		}
-		return tx, nil
+		// Its COMMIT tells an unknown outcome from a rollback.
+		return &outcomeTx{Tx: tx, ctx: ctx}, nil
 	case gorm.ConnPoolBeginner:
 		return b.BeginTx(ctx, opts)
 	}
