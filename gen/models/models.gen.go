@@ -340,6 +340,7 @@ const (
 	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
 	ErrorCodeNotFound             ErrorCode = "not_found"
 	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
+	ErrorCodeOutcomeUnknown       ErrorCode = "outcome_unknown"
 	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
 	ErrorCodeRateLimited          ErrorCode = "rate_limited"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
@@ -371,6 +372,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeNotFound:
 		return true
 	case ErrorCodeNotImplemented:
+		return true
+	case ErrorCodeOutcomeUnknown:
 		return true
 	case ErrorCodePayloadTooLarge:
 		return true
@@ -1553,6 +1556,7 @@ type Error struct {
 	// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
 	// | `not_implemented` | 501 | No. |
 	// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+	// | `outcome_unknown` | 503 | Yes, after `Retry-After` seconds, with the same `Idempotency-Key`: the request may or may not have been applied (the database connection was lost while it committed, or its outcome could not yet be confirmed durable); the retry with the key tells. |
 	//
 	// New codes may be added; treat an unknown code by its status.
 	Code *ErrorCode `json:"code,omitempty"`
@@ -1585,6 +1589,7 @@ type Error struct {
 // | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
 // | `not_implemented` | 501 | No. |
 // | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+// | `outcome_unknown` | 503 | Yes, after `Retry-After` seconds, with the same `Idempotency-Key`: the request may or may not have been applied (the database connection was lost while it committed, or its outcome could not yet be confirmed durable); the retry with the key tells. |
 //
 // New codes may be added; treat an unknown code by its status.
 type ErrorCode string
@@ -1911,6 +1916,7 @@ type OAuthErrorWithMessage struct {
 	// | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
 	// | `not_implemented` | 501 | No. |
 	// | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+	// | `outcome_unknown` | 503 | Yes, after `Retry-After` seconds, with the same `Idempotency-Key`: the request may or may not have been applied (the database connection was lost while it committed, or its outcome could not yet be confirmed durable); the retry with the key tells. |
 	//
 	// New codes may be added; treat an unknown code by its status.
 	Code *ErrorCode `json:"code,omitempty"`
@@ -2594,6 +2600,9 @@ type CreateActParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2614,6 +2623,9 @@ type DuplicateActParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2634,6 +2646,9 @@ type CreateFetchRequestParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2654,6 +2669,9 @@ type FinalizeActParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2780,6 +2798,9 @@ type CreateClientParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2879,6 +2900,9 @@ type CreateTemplateParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2908,6 +2932,9 @@ type CreateUserParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2928,6 +2955,9 @@ type IssueOneTimePasswordParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2957,6 +2987,9 @@ type CreateWebhookParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2986,6 +3019,9 @@ type RedeliverWebhookDeliveryParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3006,6 +3042,9 @@ type RotateWebhookSecretParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -3026,6 +3065,9 @@ type TestWebhookParams struct {
 	// The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
 	// running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
 	// database connection died did not run (nothing was kept) and a retry runs at once.
+	// A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+	// anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+	// the stored outcome is durable.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 

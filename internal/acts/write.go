@@ -116,7 +116,10 @@ const (
 // with 409 "changed since the request".
 func (s *Store) WriteData(ctx context.Context, p *auth.Principal, actUUID uuid.UUID, w DataWrite) (_ *WriteResult, err error) {
 	defer apperr.Wrap(&err, "acts.WriteData(%s)", actUUID)
-	var out *WriteResult
+	var (
+		out   *WriteResult
+		wrote bool
+	)
 	err = s.DB.Tx(ctx, func(tx *gorm.DB) error {
 		t, err := s.loadWriteTarget(ctx, tx, actUUID, &w)
 		if err != nil {
@@ -136,6 +139,7 @@ func (s *Store) WriteData(ctx context.Context, p *auth.Principal, actUUID uuid.U
 		if err != nil {
 			return err
 		}
+		wrote = len(changed.values) > 0 || changed.fields
 		out = &WriteResult{Data: make([]DataPoint, len(items))}
 		ids := make([]int64, len(items))
 		for i, it := range items {
@@ -149,6 +153,12 @@ func (s *Store) WriteData(ctx context.Context, p *auth.Principal, actUUID uuid.U
 		}
 		return s.emitWrite(ctx, tx, t, out, changed, now)
 	})
+	if err == nil && !wrote {
+		// Accepted again (an identical re-send, an edit to the value a
+		// field has): the answer confirms stored state that a transaction
+		// writing nothing read, so it waits until that state is durable.
+		err = s.DB.WaitDurable(ctx)
+	}
 	return out, err
 }
 

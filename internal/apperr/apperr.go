@@ -59,6 +59,9 @@ const (
 	CodeInternal            Code = "internal"             // 500: retry with backoff
 	CodeNotImplemented      Code = "not_implemented"      // 501
 	CodeUnavailable         Code = "unavailable"          // 503: nothing decided; retry after Retry-After
+	// 503: the request may have been applied; retry with the same
+	// Idempotency-Key, which tells.
+	CodeOutcomeUnknown Code = "outcome_unknown"
 )
 
 // Codes lists every Code, for the check against the spec's enumeration.
@@ -66,7 +69,7 @@ var Codes = []Code{
 	CodeValidationFailed, CodeUnauthenticated, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
 	CodeConflict, CodeDuplicate, CodeFetchConflict, CodeIdempotencyInFlight, CodePayloadTooLarge,
 	CodeUnsupportedMedia, CodeUnprocessable, CodeIdempotencyMismatch, CodeRateLimited, CodeInternal,
-	CodeNotImplemented, CodeUnavailable,
+	CodeNotImplemented, CodeUnavailable, CodeOutcomeUnknown,
 }
 
 // KindCode is the code of each kind, sent when an error names none.

@@ -161,12 +161,18 @@ func (c *Cache) ListenPostgres(ctx context.Context, dsn string, log *slog.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	backoff := 500 * time.Millisecond
+	backoff := minReconnect
 	for ctx.Err() == nil {
-		err := c.listenOnce(ctx, dsn)
+		wasLive, err := c.listenOnce(ctx, dsn)
 		c.SetLive(false)
 		if ctx.Err() != nil {
 			return
+		}
+		if wasLive {
+			// A connection that was up ended: the next outage starts
+			// over at the shortest delay (a failover after earlier ones
+			// must not leave the cache off for the longest).
+			backoff = minReconnect
 		}
 		log.Warn("token cache listener lost; bearer checks go to the database until it reconnects", "error", err, "retry_in", backoff)
 		select {
@@ -174,27 +180,37 @@ func (c *Cache) ListenPostgres(ctx context.Context, dsn string, log *slog.Logger
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 30*time.Second)
+		backoff = min(backoff*2, maxReconnect)
 	}
 }
 
-func (c *Cache) listenOnce(ctx context.Context, dsn string) error {
+// The listener's reconnect delays: doubled after each failed attempt,
+// from minReconnect again once a connection was up.
+const (
+	minReconnect = 500 * time.Millisecond
+	maxReconnect = 30 * time.Second
+)
+
+// listenOnce listens on one connection until it fails, and reports whether
+// it was up (LISTEN done, the cache live).
+func (c *Cache) listenOnce(ctx context.Context, dsn string) (live bool, _ error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cfg.RuntimeParams["application_name"] = ApplicationName
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	cancel()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
-		return err
+		return false, err
 	}
 	c.SetLive(true) // empty: anything cached before is suspect
+	live = true
 	for {
 		wctx, cancel := context.WithTimeout(ctx, healthEvery)
 		_, err := conn.WaitForNotification(wctx)
@@ -203,16 +219,16 @@ func (c *Cache) listenOnce(ctx context.Context, dsn string) error {
 		case err == nil:
 			c.Invalidate()
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return live, ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err := conn.Ping(pctx)
 			cancel()
 			if err != nil {
-				return err
+				return live, err
 			}
 		default:
-			return err
+			return live, err
 		}
 	}
 }

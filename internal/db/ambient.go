@@ -147,6 +147,7 @@ var (
 	_ gorm.ConnPoolBeginner = (*ambientPool)(nil)
 	_ gorm.GetDBConnector   = (*ambientPool)(nil)
 	_ gorm.TxCommitter      = (*savepoint)(nil)
+	_ gorm.Tx               = (*outcomeTx)(nil)
 )
 
 func (p *ambientPool) target(ctx context.Context, query string) (gorm.ConnPool, error) {
@@ -218,7 +219,8 @@ func (p *ambientPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.Co
 		if err != nil {
 			return nil, err
 		}
-		tx = stx
+		// Its COMMIT tells an unknown outcome from a rollback.
+		tx = &outcomeTx{Tx: stx, ctx: ctx}
 	case gorm.ConnPoolBeginner:
 		var err error
 		if tx, err = b.BeginTx(ctx, opts); err != nil {

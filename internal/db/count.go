@@ -32,7 +32,7 @@ func CountQueries(d *gorm.DB) (counted *gorm.DB, count func() int) {
 // CountQueries is CountQueries on d's handle, keeping the dialect.
 func (d *DB) CountQueries() (*DB, func() int) {
 	g, count := CountQueries(d.DB)
-	return &DB{DB: g, Dialect: d.Dialect, log: d.log, prepared: d.prepared}, count
+	return &DB{DB: g, Dialect: d.Dialect, log: d.log, prepared: d.prepared, faults: d.faults}, count
 }
 
 type countingPool struct {

@@ -69,6 +69,7 @@ type DB struct {
 
 	log      *slog.Logger // may be nil for a DB built by hand
 	prepared bool         // named server-side prepared statements are allowed
+	faults   *faults      // test hooks; nil for a DB built by hand
 }
 
 // Prepared reports whether the connections may keep named server-side
@@ -204,7 +205,7 @@ func openPostgres(dsn string, pooled bool, cfg *gorm.Config) (*DB, error) {
 	sqlDB.SetConnMaxLifetime(pgConnMaxLifetime)
 	sqlDB.SetConnMaxIdleTime(pgConnMaxIdleTime)
 	joinAmbient(g, Postgres)
-	return &DB{DB: g, Dialect: Postgres, prepared: prepared}, nil
+	return &DB{DB: g, Dialect: Postgres, prepared: prepared, faults: new(faults)}, nil
 }
 
 func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
@@ -229,7 +230,7 @@ func openSQLite(path string, cfg *gorm.Config) (*DB, error) {
 	sqlDB.SetMaxOpenConns(sqliteMaxOpenConns)
 	sqlDB.SetMaxIdleConns(sqliteMaxOpenConns)
 	joinAmbient(g, SQLite)
-	return &DB{DB: g, Dialect: SQLite, prepared: true}, nil // SQLite statements live in this process
+	return &DB{DB: g, Dialect: SQLite, prepared: true, faults: new(faults)}, nil // SQLite statements live in this process
 }
 
 // SQLiteDSN returns the glebarez/go-sqlite DSN for the file at path. Every

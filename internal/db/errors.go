@@ -97,7 +97,8 @@ func IsUnavailable(err error) bool {
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ne),
 		errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, pgconn.ErrConnClosed):
 		return true
 	}
 	if code, ok := pgCode(err); ok {

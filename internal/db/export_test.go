@@ -15,3 +15,13 @@ func SetAmbientDeadline(t interface{ Cleanup(func()) }, d time.Duration) {
 
 // LockTimeout is how long a PostgreSQL transaction waits for a lock.
 const LockTimeout = lockTimeout
+
+// SetDurableWait bounds WaitDurable by w until the returned function runs.
+func SetDurableWait(w time.Duration) (restore func()) {
+	old := durableWait
+	durableWait = w
+	return func() { durableWait = old }
+}
+
+// CommitMayHaveApplied is commitMayHaveApplied.
+var CommitMayHaveApplied = commitMayHaveApplied

@@ -1,10 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +28,9 @@ type scn struct {
 	clk *testClock
 	a   models.Act
 	fr  models.FetchRequest
+	// barriers is how many durability barriers (db.WaitDurable) the
+	// request under test ran.
+	barriers int64
 }
 
 func (s *scn) id(t *testing.T, key string) int64 { return dpByKey(t, s.a, key).Id }
@@ -217,12 +222,20 @@ func putCases() []putCase {
 			if st := s.state(t); st.history != before.history+1 {
 				t.Errorf("history grew by %d, want 1", st.history-before.history)
 			}
+			if s.barriers != 0 {
+				t.Errorf("a write ran %d durability barriers; its own commit is one", s.barriers)
+			}
 		}
 	}
 	idempotent := func(t *testing.T, s *scn, mode string, r *apitest.Response, before state) {
 		st := s.state(t)
 		if st.history != before.history || !reflect.DeepEqual(st.act, before.act) {
 			t.Errorf("identical re-send changed the act or its history (history %d → %d)", before.history, st.history)
+		}
+		// The answer confirms what an earlier commit stored, read by a
+		// transaction that wrote nothing.
+		if s.barriers != 1 {
+			t.Errorf("an identical re-send ran %d durability barriers; want 1", s.barriers)
 		}
 	}
 	long := strings.Repeat("é", 1000)
@@ -470,12 +483,16 @@ func TestActDataPut(t *testing.T) {
 					}
 					before := s.state(t)
 					items := c.items(s)
+					var barriers atomic.Int64
+					env.DB.SetDurableFault(func(context.Context) error { barriers.Add(1); return nil })
 					var r *apitest.Response
 					if c.send != nil {
 						r = c.send(t, s, mode, items)
 					} else {
 						r = s.correlated(t, mode, items...)
 					}
+					env.DB.SetDurableFault(nil)
+					s.barriers = barriers.Load()
 					r.Status(t, c.want)
 					if c.want >= 400 {
 						e := r.Err(t)

@@ -34,9 +34,11 @@ const retryAfterUnavailable = "2"
 
 // Status returns the HTTP status for err. A database that cannot be reached
 // (db.IsUnavailable) is 503 whatever the operation, never a 500 or a
-// misleading "not found".
+// misleading "not found"; so is a write whose outcome is unknown
+// (db.IsOutcomeUnknown: its own code tells the client that the retry with
+// its Idempotency-Key decides).
 func Status(err error) int {
-	if !isDomain(err) && db.IsUnavailable(err) {
+	if !isDomain(err) && (db.IsOutcomeUnknown(err) || db.IsUnavailable(err)) {
 		return http.StatusServiceUnavailable
 	}
 	var he *echo.HTTPError
@@ -77,6 +79,8 @@ func Body(err error) models.Error {
 		if he.Code == http.StatusRequestEntityTooLarge {
 			body.Message = "request body too large"
 		}
+	case db.IsOutcomeUnknown(err):
+		body.Message = "The outcome of the request is unknown: it may have been applied. Retry it with the same Idempotency-Key, whose answer tells."
 	default:
 		body.Message = "internal error"
 		if db.IsUnavailable(err) {
@@ -112,6 +116,9 @@ func codeOf(err error) apperr.Code {
 			return de.Code
 		}
 		return apperr.KindCode[de.Kind]
+	}
+	if db.IsOutcomeUnknown(err) {
+		return apperr.CodeOutcomeUnknown
 	}
 	if c, ok := statusCode[Status(err)]; ok {
 		return c

@@ -26,6 +26,13 @@
 // the database has noticed the dead connection. On SQLite there is one
 // process, whose claim is the in-memory one.
 //
+// Durable replays. A replay confirms what the first request did, so it
+// is sent only once the stored outcome is durable where the deployment
+// promises (db.WaitDurable): a first request's commit may have reached
+// this server's disk and not the synchronous standby when the server
+// crashed, and the restarted server shows it. A barrier that does not
+// complete is an unknown outcome (db.ErrOutcomeUnknown), never a replay.
+//
 // What is kept (Disposition): a result the handler decided (2xx, and 4xx of
 // the handler's own rules: a duplicate, a conflict, a missing resource) is
 // kept for TTL and replayed; a 4xx keeps the result but not the effects.
@@ -242,6 +249,7 @@ func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context)
 	)
 	// The request runs to its end once started: a caller that hangs up
 	// retries, and gets the outcome.
+	caller := ctx
 	ctx = context.WithoutCancel(ctx)
 	err := s.db.InTx(ctx, func(ctx db.TxContext, tx *gorm.DB) error {
 		if s.db.Dialect == db.Postgres {
@@ -299,6 +307,13 @@ func (s *Store) Do(ctx context.Context, r Request, run func(ctx context.Context)
 	})
 	if err != nil && !errors.Is(err, errSettled) {
 		return 0, nil, err
+	}
+	if out == Replayed {
+		// The stored outcome was read by a transaction that wrote nothing,
+		// whose commit waited for nobody: it may be on this server only.
+		if err := s.db.WaitDurable(caller); err != nil {
+			return 0, nil, fmt.Errorf("idempotency: replay: %w", err)
+		}
 	}
 	return out, res, nil
 }

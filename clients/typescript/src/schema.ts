@@ -1063,11 +1063,12 @@ export interface components {
          *     | `internal` | 500 | Yes, with backoff (a POST with its `Idempotency-Key`). |
          *     | `not_implemented` | 501 | No. |
          *     | `unavailable` | 503 | Yes, after `Retry-After` seconds: nothing was decided (a POST with its `Idempotency-Key`). |
+         *     | `outcome_unknown` | 503 | Yes, after `Retry-After` seconds, with the same `Idempotency-Key`: the request may or may not have been applied (the database connection was lost while it committed, or its outcome could not yet be confirmed durable); the retry with the key tells. |
          *
          *     New codes may be added; treat an unknown code by its status.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "duplicate" | "fetch_conflict" | "idempotency_in_flight" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "idempotency_mismatch" | "rate_limited" | "internal" | "not_implemented" | "unavailable";
+        ErrorCode: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "duplicate" | "fetch_conflict" | "idempotency_in_flight" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "idempotency_mismatch" | "rate_limited" | "internal" | "not_implemented" | "unavailable" | "outcome_unknown";
         /** @description An RFC 6749 error response. */
         OAuthError: {
             /**
@@ -2708,7 +2709,7 @@ export interface components {
                 "application/json": components["schemas"]["OAuthError"];
             };
         };
-        /** @description The service cannot reach its database right now (a failover, a pooler restart). Nothing was decided about the request. Retry after `Retry-After` seconds; a POST with an `Idempotency-Key` may be retried with the same key. */
+        /** @description The service cannot reach its database right now (a failover, a pooler restart). Nothing was decided about the request (code `unavailable`), or, with code `outcome_unknown`, the request may have been applied and the retry with the same `Idempotency-Key` tells. Retry after `Retry-After` seconds; a POST with an `Idempotency-Key` may be retried with the same key. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -2825,6 +2826,9 @@ export interface components {
          *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
          *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
          *     database connection died did not run (nothing was kept) and a retry runs at once.
+         *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+         *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+         *     the stored outcome is durable.
          * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
          */
         IdempotencyKey: string;
@@ -3038,6 +3042,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3214,6 +3221,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3365,6 +3375,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3634,6 +3647,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3843,6 +3859,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4014,6 +4033,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4072,6 +4094,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4169,6 +4194,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4532,6 +4560,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4707,6 +4738,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4808,6 +4842,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4868,6 +4905,9 @@ export interface operations {
                  *     The same key with another path or body is 422 `idempotency_mismatch`. A retry while the first request is still
                  *     running is 409 `idempotency_in_flight`: retry after a short wait with the same key. A request whose process or
                  *     database connection died did not run (nothing was kept) and a retry runs at once.
+                 *     A 503 `outcome_unknown` (the connection was lost while the request committed) may or may not have kept
+                 *     anything: retry with the same key, which replays the outcome or runs the request. A replay is sent only once
+                 *     the stored outcome is durable.
                  * @example 5f0c6a3e-8d7b-4a51-9d2e-0c1f6b7a9e42
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];

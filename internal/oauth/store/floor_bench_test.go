@@ -140,7 +140,7 @@ func refreshStatements(b *testing.B, accessLife time.Duration) {
 		}
 		// The durability wait.
 		var xid int64
-		if err := pool.QueryRow(ctx, walFlushSQL).Scan(&xid); err != nil {
+		if err := pool.QueryRow(ctx, db.DurableSQL).Scan(&xid); err != nil {
 			return "", err
 		}
 		return rt, nil

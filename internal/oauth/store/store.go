@@ -533,7 +533,7 @@ func (s *Store) writeRotation(ctx context.Context, r *rotation) error {
 // (BENCHMARKS.md, "Token endpoint"). So this statement commits
 // without waiting for the flush (synchronous_commit off for its transaction
 // only, nothing left on the connection for a pooler) and commitRotation
-// then waits for durability with walFlushSQL, outside the lock, where
+// then waits for durability with db.WaitDurable, outside the lock, where
 // concurrent refreshes share fsyncs. No answer leaves before the rotation
 // is on disk.
 var rotationSQL = func() string {
@@ -584,12 +584,6 @@ func rotationArgs(ctx context.Context, r *rotation) []any {
 	return append(args, r.refresh["access_signature"])
 }
 
-// walFlushSQL makes everything committed before it durable: a transaction
-// that gets a transaction id writes a commit record and, with the default
-// synchronous_commit, waits until the WAL is flushed past it (and so past
-// every earlier commit).
-const walFlushSQL = "SELECT txid_current()"
-
 // commitRotation writes r with rotationSQL and waits until it is durable.
 func (s *Store) commitRotation(ctx context.Context, r *rotation) error {
 	var rotated int64
@@ -600,20 +594,15 @@ func (s *Store) commitRotation(ctx context.Context, r *rotation) error {
 	if rotated == 0 {
 		return fmt.Errorf("%w: %w", fosite.ErrInactiveToken, ErrAlreadyUsed)
 	}
-	var xid int64
-	if err := walFlushQuery.One(ctx, s.db.DB, nil, &xid); err != nil {
-		return fmt.Errorf("oauth store: rotate refresh token: wait for the flush: %w", err)
+	if err := s.db.WaitDurable(ctx); err != nil {
+		return fmt.Errorf("oauth store: rotate refresh token: %w", err)
 	}
 	return nil
 }
 
-// The two statements of a refresh's commit as db.Query: outside a traced
-// request they run on pgx itself, without GORM building each per request
-// (the rotation has 25 parameters).
-var (
-	rotationQuery = db.NewQuery(rotationSQL)
-	walFlushQuery = db.NewQuery(walFlushSQL)
-)
+// The rotation as db.Query: outside a traced request it runs on pgx
+// itself, without GORM building it per request (it has 25 parameters).
+var rotationQuery = db.NewQuery(rotationSQL)
 
 // RevokeRefreshToken implements oauth2.TokenRevocationStorage: every
 // refresh token of the family becomes inactive.

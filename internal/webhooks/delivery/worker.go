@@ -352,7 +352,7 @@ func (w *Worker) loop() {
 // Start.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	w.init(ctx)
-	rows, err := w.claim(ctx, w.concurrency)
+	rows, until, err := w.claim(ctx, w.concurrency)
 	if err != nil {
 		return 0, err
 	}
@@ -361,7 +361,7 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.process(c)
+			w.process(c, until)
 		}()
 	}
 	wg.Wait()
@@ -369,7 +369,7 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 }
 
 func (w *Worker) claimAndStart(n int) (int, error) {
-	rows, err := w.claim(w.runCtx, n)
+	rows, until, err := w.claim(w.runCtx, n)
 	if err != nil {
 		return 0, err
 	}
@@ -385,26 +385,29 @@ func (w *Worker) claimAndStart(n int) (int, error) {
 				// this attempt's end may have made room.
 				w.signal.Notify()
 			}()
-			w.process(c)
+			w.process(c, until)
 		}()
 	}
 	return len(rows), nil
 }
 
-// claim leases up to n due deliveries to this worker.
-func (w *Worker) claim(ctx context.Context, n int) ([]outbox.Claimed, error) {
+// claim leases up to n due deliveries to this worker, until the time it
+// returns.
+func (w *Worker) claim(ctx context.Context, n int) ([]outbox.Claimed, time.Time, error) {
 	now := w.clock()
 	// A poll that finds nothing must not make a trace (one a second per
 	// idle replica): the claim makes no span. Each delivery it claims is
 	// traced from its own span (process).
-	return outbox.Claim(suppress.Context(ctx), w.db, outbox.ClaimRequest{
-		Owner: w.owner, N: n, EndpointCap: w.endpointCap, Now: now, LeaseUntil: now.Add(w.lease)})
+	until := now.Add(w.lease)
+	rows, err := outbox.Claim(suppress.Context(ctx), w.db, outbox.ClaimRequest{
+		Owner: w.owner, N: n, EndpointCap: w.endpointCap, Now: now, LeaseUntil: until})
+	return rows, until, err
 }
 
 // process takes one claimed delivery through its attempt: load what the
 // attempt needs, attempt it (or decide that it must not be attempted), and
-// record the outcome under the lease.
-func (w *Worker) process(c outbox.Claimed) {
+// record the outcome under the lease, which ends at until.
+func (w *Worker) process(c outbox.Claimed, until time.Time) {
 	res := Result{TenantID: c.TenantID, DeliveryID: c.ID, EventID: c.EventID, WebhookID: c.WebhookID}
 	defer func() {
 		if w.observe != nil && res.Outcome != "" {
@@ -425,8 +428,13 @@ func (w *Worker) process(c outbox.Claimed) {
 	if err != nil {
 		if w.runCtx.Err() == nil {
 			log.Error("load delivery", "err", err)
+			// Hand the row back as soon as the database answers, rather
+			// than leave it delivering until the lease ends.
+			now := w.clock()
+			res.Outcome = Released
+			w.record(w.runCtx, log, c, until, &res, verdict{update: outbox.Update{Status: outbox.Pending, NextAttemptAt: &now}})
 		}
-		return // the lease expires and the row is tried again
+		return
 	}
 	if j == nil {
 		return // deleted with its registration meanwhile
@@ -438,7 +446,7 @@ func (w *Worker) process(c outbox.Claimed) {
 	if !ok {
 		return // abrupt stop: record nothing, the lease expires
 	}
-	w.record(ctx, log, c, &res, v)
+	w.record(ctx, log, c, until, &res, v)
 }
 
 // job is everything one attempt needs, loaded after the claim.
@@ -726,23 +734,54 @@ func (w *Worker) classify(c outbox.Claimed, j *job, r response, res *Result) ver
 	return verdict{update: u}
 }
 
-// record writes the verdict, conditional on still holding the lease, and
-// logs it.
-func (w *Worker) record(sctx context.Context, log *slog.Logger, c outbox.Claimed, res *Result, v verdict) {
+// Retrying a record the database could not take: from recordRetryMin,
+// doubling, at most recordRetryMax apart.
+const (
+	recordRetryMin = 100 * time.Millisecond
+	recordRetryMax = 2 * time.Second
+)
+
+// record writes the verdict, conditional on still holding the lease (which
+// ends at until), and logs it. A database that cannot take the write (down,
+// a failover) is tried again, with a short backoff, for as long as the
+// lease lasts: the outcome is recorded, and the row leaves delivering, as
+// soon as the database answers again, not when the lease ends. It gives up
+// at the lease's end (whoever claims the row then attempts it again) and
+// when Stop's grace period is over or the worker is stopped abruptly.
+func (w *Worker) record(sctx context.Context, log *slog.Logger, c outbox.Claimed, until time.Time, res *Result, v verdict) {
 	// The attempt happened; record it even when Stop's grace period has
 	// just run out, but not after an abrupt stop.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(sctx), releaseTimeout)
+	base := context.WithoutCancel(sctx)
+	var (
+		held bool
+		err  error
+		now  time.Time
+	)
+	for delay := recordRetryMin; ; delay = min(delay*2, recordRetryMax) {
+		ctx, cancel := context.WithTimeout(base, releaseTimeout)
+		now = w.clock()
+		var then func(*gorm.DB) error
+		if v.disable {
+			then = func(tx *gorm.DB) error { return registry.Disable(tx, c.TenantID, c.WebhookID, goneReason, now) }
+		}
+		held, err = outbox.Finish(ctx, w.db, c, w.owner, v.update, now, then)
+		cancel()
+		if err == nil {
+			break
+		}
+		retry := (db.IsUnavailable(err) || db.IsOutcomeUnknown(err)) && w.clock().Add(delay).Before(until)
+		log.ErrorContext(base, "record delivery outcome", "err", err, "retry", retry)
+		if !retry {
+			return // the lease expires and the row is tried again
+		}
+		select {
+		case <-w.attemptCtx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+	ctx, cancel := context.WithTimeout(base, releaseTimeout)
 	defer cancel()
-	now := w.clock()
-	var then func(*gorm.DB) error
-	if v.disable {
-		then = func(tx *gorm.DB) error { return registry.Disable(tx, c.TenantID, c.WebhookID, goneReason, now) }
-	}
-	held, err := outbox.Finish(ctx, w.db, c, w.owner, v.update, now, then)
-	if err != nil {
-		log.ErrorContext(ctx, "record delivery outcome", "err", err)
-		return
-	}
 	if !held {
 		res.Outcome = LeaseLost
 	}

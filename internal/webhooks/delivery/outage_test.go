@@ -1,0 +1,128 @@
+package delivery_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/testdb"
+	"github.com/finsvc/finsvc/internal/webhooks/delivery"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
+	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
+)
+
+// failedRecords counts the worker's "record delivery outcome" errors.
+type failedRecords struct{ n atomic.Int64 }
+
+func (l *failedRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *failedRecords) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *failedRecords) WithGroup(string) slog.Handler            { return l }
+func (l *failedRecords) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "record delivery outcome" {
+		l.n.Add(1)
+	}
+	return nil
+}
+
+// An attempt whose outcome could not be recorded because the database went
+// away records it as soon as the database answers again: the row leaves
+// delivering while the worker's clock still stands before the lease's end
+// (it never moves in this test), not when the lease expires. PostgreSQL:
+// the database is taken down (testdb.TakeDown) while the attempt is in
+// flight; SQLite: another connection holds the write lock meanwhile.
+func TestOutcomeRecordedWhenTheDatabaseReturns(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newFixture(t, d)
+		rc := newReceiver(t, false)
+		release := make(chan struct{})
+		rc.arrived = make(chan string, 1)
+		rc.hold = func(string) { <-release }
+		f.register(outbox.ActCreated, rc.URL+"/hook")
+		ids := f.emit(outbox.ActCreated, 1, nil, nil)
+		clk := newClock()
+		box, err := secretbox.New(f.cfg.Secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &failedRecords{}
+		w, err := delivery.NewWorker(d, box, f.cfg, slog.New(logs), delivery.WithNow(clk.Now), delivery.WithRand(fixedRand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := w.RunOnce(f.ctx); done <- err }()
+		select {
+		case <-rc.arrived:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the attempt never reached the receiver")
+		}
+		claimedUntil := clk.Now()
+
+		back := databaseAway(t, d)
+		close(release) // the attempt ends while the database is away
+		deadline := time.Now().Add(30 * time.Second)
+		for logs.n.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the record never failed while the database was away")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		back()
+
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the outcome was not recorded after the database came back")
+		}
+		if r := f.row(ids[0]); r.Status != outbox.Succeeded || r.Attempts != 1 {
+			t.Fatalf("delivery %s after %d attempts; want succeeded after 1", r.Status, r.Attempts)
+		}
+		if !clk.Now().Equal(claimedUntil) {
+			t.Fatal("the worker's clock moved: the lease could have expired")
+		}
+	})
+}
+
+// databaseAway makes d refuse the worker's writes until the returned
+// function runs.
+func databaseAway(t *testing.T, d *db.DB) (back func()) {
+	t.Helper()
+	if d.Dialect == db.Postgres {
+		return testdb.TakeDown(t, d)
+	}
+	var path string
+	var seq int
+	var name string
+	if err := d.DB.Raw("PRAGMA database_list").Row().Scan(&seq, &name, &path); err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.Open(context.Background(), "sqlite:"+path, "", testdb.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	holding, free := make(chan struct{}), make(chan struct{})
+	ended := make(chan error, 1)
+	go func() {
+		ended <- other.Tx(context.Background(), func(tx *gorm.DB) error {
+			close(holding) // BEGIN IMMEDIATE: the write lock is ours
+			<-free
+			return nil
+		})
+	}()
+	<-holding
+	return func() {
+		close(free)
+		if err := <-ended; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
