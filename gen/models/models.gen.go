@@ -1559,7 +1559,7 @@ type Error struct {
 	// | `outcome_unknown` | 503 | Yes, after `Retry-After` seconds, with the same `Idempotency-Key`: the request may or may not have been applied (the database connection was lost while it committed, or its outcome could not yet be confirmed durable); the retry with the key tells. |
 	//
 	// New codes may be added; treat an unknown code by its status.
-	Code *ErrorCode `json:"code,omitempty"`
+	Code ErrorCode `json:"code"`
 
 	// Errors Field name (or item path such as `data[2].value`) to messages. Empty when no field is at fault.
 	Errors map[string][]string `json:"errors"`
@@ -2522,6 +2522,9 @@ type NotFound = Error
 // `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
 type OAuthPayloadTooLarge = OAuthErrorWithMessage
 
+// OAuthServerError An RFC 6749 error response.
+type OAuthServerError = OAuthError
+
 // OAuthTooManyRequests An RFC 6749 error response (`error`, `error_description`) that also carries the fields of `Error` (`message`,
 // `code`, `errors`), for the statuses whose body version 1.0.0 declared as `Error`.
 type OAuthTooManyRequests = OAuthErrorWithMessage
@@ -2543,6 +2546,9 @@ type Unauthorized = Error
 
 // Unprocessable The error body of every endpoint below `/api/1.0`.
 type Unprocessable = Error
+
+// UnsupportedMediaType The error body of every endpoint below `/api/1.0`.
+type UnsupportedMediaType = Error
 
 // ListActsParams defines parameters for ListActs.
 type ListActsParams struct {

@@ -32,6 +32,11 @@ var statusOf = map[apperr.Kind]int{
 // away is usually back (failover, pooler restart) within seconds.
 const retryAfterUnavailable = "2"
 
+// retryAfterInFlight is the Retry-After of a 409 for an Idempotency-Key
+// whose first request is still running: most requests finish within a
+// second.
+const retryAfterInFlight = "1"
+
 // Status returns the HTTP status for err. A database that cannot be reached
 // (db.IsUnavailable) is 503 whatever the operation, never a 500 or a
 // misleading "not found"; so is a write whose outcome is unknown
@@ -58,7 +63,7 @@ func isDomain(err error) bool {
 func Body(err error) models.Error {
 	body := models.Error{Errors: map[string][]string{}}
 	code := codeOf(err)
-	body.Code = (*models.ErrorCode)(&code)
+	body.Code = models.ErrorCode(code)
 	var de *apperr.Error
 	var he *echo.HTTPError
 	switch {
@@ -148,6 +153,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		if status == http.StatusServiceUnavailable {
 			c.Response().Header().Set("Retry-After", retryAfterUnavailable)
+		}
+		if codeOf(err) == apperr.CodeIdempotencyInFlight {
+			c.Response().Header().Set("Retry-After", retryAfterInFlight)
 		}
 		if c.Request().Method == http.MethodHead {
 			_ = c.NoContent(status)

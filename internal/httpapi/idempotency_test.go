@@ -65,7 +65,7 @@ func TestIdempotencyKeyReplaysTheFirstResult(t *testing.T) {
 
 		other := map[string]any{"company_name": "Other AS", "org_number": "1", "country": "SE", "credit_limit": 1}
 		e := acme.DoHeader("POST", "/api/1.0/clients", tok, other, withKey("key-1")).Status(t, http.StatusUnprocessableEntity).Err(t)
-		if len(e.Errors["idempotency_key"]) == 0 || e.Code == nil || *e.Code != models.ErrorCodeIdempotencyMismatch {
+		if len(e.Errors["idempotency_key"]) == 0 || e.Code != models.ErrorCodeIdempotencyMismatch {
 			t.Fatalf("errors = %v, code %v; want idempotency_key, idempotency_mismatch", e.Errors, e.Code)
 		}
 		actTok := acme.Token(user, auth.ScopeActsWrite)
@@ -141,7 +141,7 @@ func TestIdempotencyKeyKeepsDecidedFailures(t *testing.T) {
 			t.Fatalf("%d keys stored; want 1", n)
 		}
 		e := acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("k")).Status(t, http.StatusUnprocessableEntity).Err(t)
-		if e.Code == nil || *e.Code != models.ErrorCodeIdempotencyMismatch {
+		if e.Code != models.ErrorCodeIdempotencyMismatch {
 			t.Fatalf("another request with a spent key: %+v", e)
 		}
 
@@ -151,7 +151,7 @@ func TestIdempotencyKeyKeepsDecidedFailures(t *testing.T) {
 		acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("v")).Status(t, http.StatusCreated)
 		for _, bad := range []string{strings.Repeat("k", 256), "tab\there", "ünïcode"} {
 			e := acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey(bad)).Status(t, http.StatusBadRequest).Err(t)
-			if e.Message == "" || e.Code == nil || *e.Code != models.ErrorCodeValidationFailed {
+			if e.Message == "" || e.Code != models.ErrorCodeValidationFailed {
 				t.Fatalf("key %q: %+v", bad, e)
 			}
 		}
@@ -166,7 +166,7 @@ func TestIdempotencyKeyKeepsDecidedFailures(t *testing.T) {
 		acme.Do("POST", "/api/1.0/users", admin, u).Status(t, http.StatusCreated)
 		d1 := acme.DoHeader("POST", "/api/1.0/users", admin, u, withKey("u")).Status(t, http.StatusConflict)
 		d2 := acme.DoHeader("POST", "/api/1.0/users", admin, u, withKey("u")).Status(t, http.StatusConflict)
-		if e := d2.Err(t); e.Code == nil || *e.Code != models.ErrorCodeDuplicate || d2.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(d1.Body, d2.Body) {
+		if e := d2.Err(t); e.Code != models.ErrorCodeDuplicate || d2.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(d1.Body, d2.Body) {
 			t.Fatalf("duplicate retried: %s %v", d2.Body, d2.Header)
 		}
 	})
@@ -402,7 +402,7 @@ func TestIdempotencyRetryAfterOutage(t *testing.T) {
 	// from one lost after the COMMIT was sent: unavailable or
 	// outcome_unknown, a 503 either way, and the retry with the key decides.
 	e := acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("o")).Status(t, http.StatusServiceUnavailable).Err(t)
-	if e.Code == nil || (*e.Code != models.ErrorCodeUnavailable && *e.Code != models.ErrorCodeOutcomeUnknown) {
+	if e.Code != models.ErrorCodeUnavailable && e.Code != models.ErrorCodeOutcomeUnknown {
 		t.Fatalf("during the outage: %+v", e)
 	}
 	restore()

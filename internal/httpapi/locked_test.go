@@ -39,7 +39,7 @@ func TestSQLiteLockedAnswers503(t *testing.T) {
 	start := time.Now()
 	r := acme.Do("POST", "/api/1.0/clients", tok, nordic).Status(t, http.StatusServiceUnavailable)
 	waited := time.Since(start)
-	if e := r.Err(t); e.Code == nil || *e.Code != models.ErrorCodeUnavailable {
+	if e := r.Err(t); e.Code != models.ErrorCodeUnavailable {
 		t.Fatalf("locked: %s", r.Body)
 	}
 	if n, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || n <= 0 {

@@ -81,7 +81,7 @@ func TestRotateSecretIdempotencyKeyCoversTheOverlap(t *testing.T) {
 		acme.DoHeader("POST", path, acme.tok, week, withKey("rot-1")).Status(t, http.StatusOK).Decode(t, &first)
 		e := acme.DoHeader("POST", path, acme.tok, map[string]any{"previous_secret_expires_in": 0}, withKey("rot-1")).
 			Status(t, http.StatusUnprocessableEntity).Err(t)
-		if e.Code == nil || *e.Code != models.ErrorCodeIdempotencyMismatch {
+		if e.Code != models.ErrorCodeIdempotencyMismatch {
 			t.Fatalf("another overlap under the same key: code %v, errors %v", e.Code, e.Errors)
 		}
 		acme.DoHeader("POST", path, acme.tok, nil, withKey("rot-1")).Status(t, http.StatusUnprocessableEntity)

@@ -92,7 +92,7 @@ func TestReplayNotBeforeTheSynchronousStandby(t *testing.T) {
 	// The connection was lost while the COMMIT waited: the outcome is
 	// unknown, not a 500.
 	r := <-first
-	if e := r.Err(t); r.Code != http.StatusServiceUnavailable || e.Code == nil || *e.Code != models.ErrorCodeOutcomeUnknown {
+	if e := r.Err(t); r.Code != http.StatusServiceUnavailable || e.Code != models.ErrorCodeOutcomeUnknown {
 		t.Fatalf("the POST whose COMMIT never completed: %d %s; want 503 outcome_unknown", r.Code, r.Body)
 	}
 	f.startPrimary(t)
@@ -108,7 +108,7 @@ func TestReplayNotBeforeTheSynchronousStandby(t *testing.T) {
 	if r.Code != http.StatusServiceUnavailable {
 		t.Fatalf("retry while the standby lacks the row: %d %s; want 503", r.Code, r.Body)
 	}
-	if e := r.Err(t); e.Code == nil || *e.Code != models.ErrorCodeOutcomeUnknown || r.Header.Get("Retry-After") == "" {
+	if e := r.Err(t); e.Code != models.ErrorCodeOutcomeUnknown || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("retry while the standby lacks the row: code %v, Retry-After %q; want outcome_unknown", e.Code, r.Header.Get("Retry-After"))
 	}
 	if n := onStandby(); n != 0 {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,6 +134,9 @@ func routedValidator(spec *openapi3.T, opts *oapimw.Options) (echo.MiddlewareFun
 			}
 			r := router
 			if route := routes[c.Request().Method][c.Path()]; route != nil {
+				if err := acceptedMediaType(c.Request(), route.Operation); err != nil {
+					return err
+				}
 				r = &matched{route: route, names: c.ParamNames(), values: c.ParamValues()}
 			}
 			if err := oapimw.ValidateRequestFromContext(c, r, opts); err != nil {
@@ -140,6 +145,23 @@ func routedValidator(spec *openapi3.T, opts *oapimw.Options) (echo.MiddlewareFun
 			return next(c)
 		}
 	}, nil
+}
+
+// acceptedMediaType refuses a body whose Content-Type the operation does not
+// declare with 415 (RFC 9110, section 15.5.16), in the error format, where
+// the validator would call it a malformed request (400). A request that
+// names no type is left to the validator.
+func acceptedMediaType(r *http.Request, op *openapi3.Operation) error {
+	ct := r.Header.Get(echo.HeaderContentType)
+	if ct == "" || op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && op.RequestBody.Value.Content.Get(mt) != nil {
+		return nil
+	}
+	accepted := slices.Sorted(maps.Keys(op.RequestBody.Value.Content))
+	return echo.NewHTTPError(http.StatusUnsupportedMediaType,
+		"Content-Type "+strconv.Quote(ct)+" is not accepted here; send "+strings.Join(accepted, " or "))
 }
 
 // specRoutes maps method → echo pattern → the spec's operation.

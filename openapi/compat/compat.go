@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,9 +78,30 @@ func Check(released, current []byte) (Result, error) {
 	}
 	r.MajorBumped = cv[0] > rv[0]
 
+	if err := r.compare(base, rev, nil); err != nil {
+		return r, err
+	}
+	// oasdiff's checker walks the operations only; a receiver generated
+	// from the spec relies on the callbacks' payloads as a client relies on
+	// responses, so they are compared again as responses (webhookPayloads).
+	baseHooks, baseNames := webhookPayloads(base.Spec)
+	revHooks, revNames := webhookPayloads(rev.Spec)
+	for path, name := range baseNames {
+		revNames[path] = name
+	}
+	if err := r.compare(&load.SpecInfo{Url: base.Url, Spec: baseHooks}, &load.SpecInfo{Url: rev.Url, Spec: revHooks}, revNames); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// compare adds oasdiff's verdicts on base → rev to r. names, when given,
+// are the webhook payloads' synthetic paths with what the report calls
+// them.
+func (r *Result) compare(base, rev *load.SpecInfo, names map[string]string) error {
 	d, sources, err := diff.GetWithOperationsSourcesMap(diff.NewConfig(), base, rev)
 	if err != nil {
-		return r, fmt.Errorf("diff: %w", err)
+		return fmt.Errorf("diff: %w", err)
 	}
 	cfg := checker.NewConfig(checker.GetAllChecks(), checker.WithDeprecation(MinSunsetDays, MinSunsetDays))
 	l := checker.NewDefaultLocalizer()
@@ -88,6 +110,9 @@ func Check(released, current []byte) (Result, error) {
 			continue // additions and other news
 		}
 		line := c.SingleLineError(l, checker.ColorNever)
+		if name, ok := names[c.GetPath()]; ok {
+			line = name + ": " + strings.Replace(line, "API "+c.GetOperation()+" "+c.GetPath()+" ", "", 1)
+		}
 		if why := reviewedChange(r.Released, rev.Spec, c, line); why != "" {
 			r.Notes = append(r.Notes, line+" (reviewed: "+why+")")
 			continue
@@ -98,7 +123,58 @@ func Check(released, current []byte) (Result, error) {
 			r.Notes = append(r.Notes, line)
 		}
 	}
-	return r, nil
+	return nil
+}
+
+// webhookPayloads is spec's callbacks turned inside out for oasdiff: one
+// operation per callback operation, at a synthetic path, whose 200 response
+// is what the receiver is sent (the callback's request body, and its header
+// parameters as response headers). Whatever the response rules call
+// breaking (a required property removed, a type changed, a header gone, an
+// enum grown) is then breaking for the receiver too. names maps each
+// synthetic path to the callback it stands for.
+func webhookPayloads(spec *openapi3.T) (hooks *openapi3.T, names map[string]string) {
+	paths := openapi3.NewPaths()
+	names = map[string]string{}
+	if spec.Paths != nil {
+		for _, p := range spec.Paths.InMatchingOrder() {
+			for method, op := range spec.Paths.Value(p).Operations() {
+				for cbName, cb := range op.Callbacks {
+					if cb == nil || cb.Value == nil {
+						continue
+					}
+					for expr, item := range cb.Value.Map() {
+						for cbMethod, cbOp := range item.Operations() {
+							path := "/webhooks/" + method + p + "/" + cbName + "/" + url.PathEscape(expr) + "/" + cbMethod
+							path = strings.NewReplacer("{", "(", "}", ")").Replace(path)
+							names[path] = fmt.Sprintf("webhook payload %s (callback %s of %s %s, %s to %s)", cbName, cbName, method, p, cbMethod, expr)
+							paths.Set(path, &openapi3.PathItem{Post: asResponse(cbOp)})
+						}
+					}
+				}
+			}
+		}
+	}
+	return &openapi3.T{OpenAPI: spec.OpenAPI, Info: spec.Info, Components: spec.Components, Paths: paths}, names
+}
+
+// asResponse is the operation whose 200 response carries what cb sends.
+func asResponse(cb *openapi3.Operation) *openapi3.Operation {
+	desc := "the delivered payload"
+	resp := &openapi3.Response{Description: &desc, Headers: openapi3.Headers{}}
+	if cb.RequestBody != nil && cb.RequestBody.Value != nil {
+		resp.Content = cb.RequestBody.Value.Content
+	}
+	for _, p := range cb.Parameters {
+		if p == nil || p.Value == nil || p.Value.In != openapi3.ParameterInHeader {
+			continue
+		}
+		resp.Headers[p.Value.Name] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: *p.Value}}
+	}
+	return &openapi3.Operation{
+		OperationID: cb.OperationID,
+		Responses:   openapi3.NewResponses(openapi3.WithStatus(200, &openapi3.ResponseRef{Value: resp})),
+	}
 }
 
 // Reviewed is a change oasdiff reports as breaking that no client written

@@ -1035,7 +1035,7 @@ export interface components {
         Error: {
             /** @description A human-readable summary. */
             message: string;
-            code?: components["schemas"]["ErrorCode"];
+            code: components["schemas"]["ErrorCode"];
             /** @description Field name (or item path such as `data[2].value`) to messages. Empty when no field is at fault. */
             errors: {
                 [key: string]: string[];
@@ -2598,9 +2598,20 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A correlated result is stale or conflicts with a completed result (field no longer awaiting, changed since the request, request expired, or differing from an accepted result). Nothing was applied. */
+        /**
+         * @description The request conflicts with the state of the resource; nothing was applied. `code` says which conflict:
+         *
+         *     | code | when | retry? |
+         *     |---|---|---|
+         *     | `duplicate` | The resource exists already (a user with this email). | No. |
+         *     | `conflict` | The resource's state does not allow it (a deactivated user). | No. |
+         *     | `fetch_conflict` | A correlated fetch result is stale or conflicts with a completed one (field no longer awaiting, changed since the request, request expired, or differing from an accepted result). | No. |
+         *     | `idempotency_in_flight` | The first request with this `Idempotency-Key` is still running. | Yes: after `Retry-After` seconds, with the same key and body. |
+         */
         Conflict: {
             headers: {
+                /** @description With `idempotency_in_flight` only, seconds to wait before retrying with the same `Idempotency-Key`. */
+                "Retry-After"?: number;
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
@@ -2641,6 +2652,27 @@ export interface components {
                 /**
                  * @example {
                  *       "message": "request body too large",
+                 *       "code": "payload_too_large",
+                 *       "errors": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request body's `Content-Type` is not one the operation accepts (send `application/json`). Nothing was applied. */
+        UnsupportedMediaType: {
+            headers: {
+                request_id: components["headers"]["RequestId"];
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "message": "Content-Type text/plain is not accepted here; send application/json",
+                 *       "code": "unsupported_media_type",
                  *       "errors": {}
                  *     }
                  */
@@ -2661,6 +2693,7 @@ export interface components {
                 /**
                  * @example {
                  *       "message": "Too many requests; retry later.",
+                 *       "code": "rate_limited",
                  *       "errors": {}
                  *     }
                  */
@@ -2680,6 +2713,7 @@ export interface components {
                 /**
                  * @example {
                  *       "message": "internal error",
+                 *       "code": "internal",
                  *       "errors": {}
                  *     }
                  */
@@ -2709,6 +2743,29 @@ export interface components {
                 "application/json": components["schemas"]["OAuthError"];
             };
         };
+        /** @description Any other RFC 6749 error (`server_error`, an unexpected condition; retry with backoff). */
+        OAuthServerError: {
+            headers: {
+                /** @description Not sent with this response; declared because earlier versions declared it for every error of this endpoint. */
+                "WWW-Authenticate"?: string;
+                "Cache-Control": components["headers"]["CacheControlNoStore"];
+                Pragma: components["headers"]["PragmaNoCache"];
+                request_id: components["headers"]["RequestId"];
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "server_error",
+                 *       "error_description": "The service met an unexpected condition; retry later."
+                 *     }
+                 */
+                "application/json": components["schemas"]["OAuthError"];
+            };
+        };
         /** @description The service cannot reach its database right now (a failover, a pooler restart). Nothing was decided about the request (code `unavailable`), or, with code `outcome_unknown`, the request may have been applied and the retry with the same `Idempotency-Key` tells. Retry after `Retry-After` seconds; a POST with an `Idempotency-Key` may be retried with the same key. */
         ServiceUnavailable: {
             headers: {
@@ -2723,6 +2780,7 @@ export interface components {
                 /**
                  * @example {
                  *       "message": "The service is temporarily unavailable; retry later.",
+                 *       "code": "unavailable",
                  *       "errors": {}
                  *     }
                  */
@@ -3085,6 +3143,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3196,6 +3255,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
@@ -3419,6 +3479,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3530,6 +3591,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
@@ -3683,6 +3745,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3770,6 +3833,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
@@ -3902,6 +3966,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4008,6 +4073,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
@@ -4243,6 +4309,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4328,6 +4395,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4384,6 +4452,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4602,6 +4671,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4713,6 +4783,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
@@ -4777,6 +4848,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5377,7 +5449,7 @@ export interface operations {
             413: components["responses"]["OAuthPayloadTooLarge"];
             429: components["responses"]["OAuthTooManyRequests"];
             503: components["responses"]["OAuthUnavailable"];
-            default: components["responses"]["OAuthError"];
+            default: components["responses"]["OAuthServerError"];
         };
     };
     revokeToken: {
@@ -5410,7 +5482,7 @@ export interface operations {
             413: components["responses"]["OAuthPayloadTooLarge"];
             429: components["responses"]["OAuthTooManyRequests"];
             503: components["responses"]["OAuthUnavailable"];
-            default: components["responses"]["OAuthError"];
+            default: components["responses"]["OAuthServerError"];
         };
     };
     healthz: {
