@@ -446,14 +446,16 @@ func (f *Formation) WaitStates(ctx context.Context, timeout time.Duration, want 
 	}
 }
 
-// Primary is the node the monitor has as primary (reported and assigned).
+// Primary is the node the monitor has as the writable primary, with a
+// synchronous standby (primary) or, while none is there, without
+// (wait_primary: commits are acknowledged on the primary alone).
 func (f *Formation) Primary(ctx context.Context) (*Node, error) {
 	states, err := f.States(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range states {
-		if s.Reported == "primary" && s.Assigned == "primary" {
+		if s.Reported == s.Assigned && (s.Reported == "primary" || s.Reported == "wait_primary") {
 			return f.node(s.Name), nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,8 +156,9 @@ type result struct {
 // engine must handle. After each fault: every acknowledged act is on the
 // new primary (0 lost), no act exists twice, every event that exists was
 // delivered and none that does not, and no answer was a 500. Fault to
-// first acknowledged write, and to the drained outbox, are logged per run
-// (FINSVC_TEST_FAILOVER_ROUNDS repeats the sequence).
+// first acknowledged write, and to the drained outbox, are logged per run.
+// FINSVC_TEST_FAILOVER=1 runs every fault (FINSVC_TEST_FAILOVER_ROUNDS
+// times); under CI=true alone, the host crashes and the rejoin.
 func TestFailoverUnderLoad(t *testing.T) {
 	f := formation(t)
 	ctx := t.Context()
@@ -251,6 +253,11 @@ func TestFailoverUnderLoad(t *testing.T) {
 		}},
 	}
 
+	if os.Getenv(EnvFailover) != "1" {
+		// CI's representative set, within its budget: a host crash, the
+		// crashed primary's rejoin and a second host crash onto it.
+		faults = slices.DeleteFunc(faults, func(ft fault) bool { return !strings.HasPrefix(ft.name, "host crash") })
+	}
 	var results []result
 	for round := range rounds {
 		for _, ft := range faults {
@@ -372,6 +379,22 @@ func undelivered(ctx context.Context, db *sql.DB, rc *receiver) (events, missing
 // does not exist, or 500.
 func account(t *testing.T, ctx context.Context, db *sql.DB, l *load, rc *receiver, res *result) {
 	t.Helper()
+	// The acknowledgements first: each was committed before the acts are
+	// read, so each must be among them (one acknowledged after the read
+	// would look lost).
+	l.mu.Lock()
+	acked := make([]string, 0, len(l.acked))
+	for k := range l.acked {
+		acked = append(acked, k)
+	}
+	res.fiveHundreds = l.statuses[http.StatusInternalServerError]
+	l.mu.Unlock()
+	rc.mu.Lock()
+	delivered := make([]string, 0, len(rc.got))
+	for id := range rc.got {
+		delivered = append(delivered, id)
+	}
+	rc.mu.Unlock()
 	var titles []string
 	var eventIDs map[string]bool
 	for try := 0; ; try++ {
@@ -418,27 +441,22 @@ func account(t *testing.T, ctx context.Context, db *sql.DB, l *load, rc *receive
 	for _, s := range titles {
 		present[s]++
 	}
-	l.mu.Lock()
-	res.acked = len(l.acked)
+	res.acked = len(acked)
 	var lost []string
-	for k := range l.acked {
+	for _, k := range acked {
 		if present[k] == 0 {
 			lost = append(lost, k)
 		}
 	}
-	res.fiveHundreds = l.statuses[http.StatusInternalServerError]
-	l.mu.Unlock()
 	res.lost = len(lost)
 	for _, n := range present {
 		res.dups += n - 1
 	}
-	rc.mu.Lock()
-	for id := range rc.got {
+	for _, id := range delivered {
 		if !eventIDs[id] {
 			res.phantom++
 		}
 	}
-	rc.mu.Unlock()
 	if res.lost != 0 || res.dups != 0 || res.phantom != 0 || res.fiveHundreds != 0 {
 		t.Errorf("%s: %d acknowledged acts lost (%s), %d duplicated, %d webhooks sent for events that do not exist, %d responses 500",
 			res.name, res.lost, strings.Join(first(lost, 5), ","), res.dups, res.phantom, res.fiveHundreds)
