@@ -261,9 +261,6 @@ func TestFailoverUnderLoad(t *testing.T) {
 	var results []result
 	for round := range rounds {
 		for _, ft := range faults {
-			if t.Failed() {
-				break
-			}
 			primary, err := f.WaitHealthy(ctx, 2*time.Minute)
 			if err != nil {
 				t.Fatal(err)
