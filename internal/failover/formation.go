@@ -286,10 +286,25 @@ func (n *Node) start(f *Formation, args ...string) error {
 	return nil
 }
 
-// Rejoin starts the node's keeper again after a crash (pg_autoctl run):
-// it rewinds or rebuilds the node as a standby of the current primary.
-func (f *Formation) Rejoin(n *Node) error {
-	return n.start(f, "run", "--pgdata", n.PGData)
+// Rejoin starts the node's keeper again after a crash (pg_autoctl run),
+// which rewinds the node (or, when it cannot, rebuilds it with a base
+// backup) as a standby of the current primary, and waits until the
+// formation is healthy again.
+func (f *Formation) Rejoin(ctx context.Context, n *Node, timeout time.Duration) error {
+	primary, err := f.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	if err := n.start(f, "run", "--pgdata", n.PGData); err != nil {
+		return err
+	}
+	// A rebuild's base backup, and a rewind's, start at the primary's next
+	// checkpoint: make it now.
+	stop := make(chan struct{})
+	defer close(stop)
+	go f.checkpointLoop(primary, stop)
+	_, err = f.WaitHealthy(ctx, timeout)
+	return err
 }
 
 // Tail is the end of the node's log.
