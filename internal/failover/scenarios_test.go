@@ -265,6 +265,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			synchronous(t, f)
 			time.Sleep(2 * time.Second) // acknowledged writes before the fault
 			res := result{name: ft.name}
 			fault := time.Now()
