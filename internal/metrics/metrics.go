@@ -16,6 +16,9 @@
 //     api and oauth per tenant; auth and authorize per client address);
 //   - finsvc_rate_limit_fallbacks_total: rate-limit decisions taken in
 //     process because the shared store (Redis) failed;
+//   - finsvc_db_sync_standbys, finsvc_db_replication_lag_seconds: the
+//     database primary's synchronous standbys and their lag (PostgreSQL;
+//     see replication);
 //   - the Go runtime and process collectors.
 //
 // The counters that other packages feed (DeliveryOutcome, TokenCheck) are
@@ -176,7 +179,7 @@ func New(d *db.DB) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
 	if d != nil {
-		m.collectors = append(m.collectors, newOutboxDepth(d, 5*time.Second))
+		m.collectors = append(m.collectors, newOutboxDepth(d, 5*time.Second), newReplication(d, 5*time.Second))
 		// The serving pool: go_sql_{open,in_use,idle,max_open}_connections,
 		// go_sql_wait_count_total, go_sql_wait_duration_seconds_total, …
 		if sqlDB, err := d.DB.DB(); err == nil {
