@@ -3,7 +3,7 @@
 # the repository, as an integrator would (require + replace to this
 # checkout, the module proxy for the rest), and runs smoke/main.go with it
 # against a live `finsvc demo` on a free loopback port; then example/main.go,
-# the README's Go example (a Go test keeps the two identical), where the
+# the Go example of docs/clients.md (a Go test keeps the two identical), where the
 # smoke left demo-data/ and tokens.json as the README's steps do.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

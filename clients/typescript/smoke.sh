@@ -4,8 +4,8 @@
 # installs the tarball into a scratch project in a temporary directory
 # outside the repository, compiles smoke/*.ts there with tsc (NodeNext,
 # strict), and runs them against a live `finsvc demo` on a free loopback
-# port: smoke.ts (sign-in, API calls, refresh) and example.ts, the README's
-# TypeScript example, which a Go test keeps identical to the README.
+# port: smoke.ts (sign-in, API calls, refresh) and example.ts, docs/clients.md's
+# TypeScript example, which a Go test keeps identical to that page.
 # Needs Node.js and npm; without them it fails in CI (CI set) and is
 # skipped locally.
 set -euo pipefail

@@ -187,7 +187,7 @@ type ClientInterface interface {
 	// PutActDataPointWithBody Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -206,7 +206,7 @@ type ClientInterface interface {
 	// PutActDataPoint Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -997,7 +997,7 @@ func (c *APIClient) PutActData(ctx context.Context, actUuid ActUuid, body PutAct
 // PutActDataPointWithBody Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's
@@ -1026,7 +1026,7 @@ func (c *APIClient) PutActDataPointWithBody(ctx context.Context, actUuid ActUuid
 // PutActDataPoint Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's
@@ -5391,7 +5391,7 @@ type ClientWithResponsesInterface interface {
 	// PutActDataPointWithBodyWithResponse Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -5410,7 +5410,7 @@ type ClientWithResponsesInterface interface {
 	// PutActDataPointWithResponse Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -15678,7 +15678,7 @@ func (c *ClientWithResponses) PutActDataWithResponse(ctx context.Context, actUui
 // PutActDataPointWithBodyWithResponse Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's
@@ -15703,7 +15703,7 @@ func (c *ClientWithResponses) PutActDataPointWithBodyWithResponse(ctx context.Co
 // PutActDataPointWithResponse Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's

@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// readmeExamples are the tested copies of the README's program examples:
-// CI compiles and runs each against a live demo (clients/go/smoke.sh,
-// clients/typescript/smoke.sh), so the README must print them exactly.
+// readmeExamples are the tested copies of the program examples of
+// docs/clients.md (the README's "Generating a client" links there): CI
+// compiles and runs each against a live demo (clients/go/smoke.sh,
+// clients/typescript/smoke.sh), so the page must print them exactly.
 var readmeExamples = map[string]string{
 	"go": "clients/go/example/main.go",
 	"ts": "clients/typescript/smoke/example.ts",
@@ -19,7 +20,7 @@ var readmeExamples = map[string]string{
 
 var fence = regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```$")
 
-// readmeBlocks returns the README's fenced code blocks of language lang.
+// readmeBlocks returns the document's fenced code blocks of language lang.
 func readmeBlocks(t *testing.T, readme, lang string) []string {
 	t.Helper()
 	var blocks []string
@@ -31,13 +32,13 @@ func readmeBlocks(t *testing.T, readme, lang string) []string {
 	return blocks
 }
 
-// TestREADMEExamplesAreTested fails when a Go or TypeScript block of the
-// README is not, character for character, one of the files CI compiles and
+// TestREADMEExamplesAreTested fails when a Go or TypeScript block of
+// docs/clients.md is not, character for character, one of the files CI compiles and
 // runs: every such block is a tested program, and editing one side only
-// (the README or the tested copy) is caught here.
+// (the page or the tested copy) is caught here.
 func TestREADMEExamplesAreTested(t *testing.T) {
 	root := filepath.Join("..", "..")
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "docs", "clients.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +50,11 @@ func TestREADMEExamplesAreTested(t *testing.T) {
 		}
 		blocks := readmeBlocks(t, readme, lang)
 		if len(blocks) != 1 {
-			t.Errorf("README has %d ```%s blocks; want exactly one, the copy of %s (CI runs only that one)", len(blocks), lang, path)
+			t.Errorf("docs/clients.md has %d ```%s blocks; want exactly one, the copy of %s (CI runs only that one)", len(blocks), lang, path)
 			continue
 		}
 		if got := blocks[0]; got != string(want) {
-			t.Errorf("README's ```%s block differs from %s, the copy CI compiles and runs; make them identical\n%s", lang, path, firstDiff(got, string(want)))
+			t.Errorf("docs/clients.md's ```%s block differs from %s, the copy CI compiles and runs; make them identical\n%s", lang, path, firstDiff(got, string(want)))
 		}
 	}
 }

@@ -181,6 +181,7 @@ func TestActBucketsAndRebuild(t *testing.T) {
 // Seek lands a deep page exactly where OFFSET would, with gaps in the ids
 // (deleted rows) and across block boundaries.
 func TestSeekMatchesOffset(t *testing.T) {
+	t.Parallel() // seeds thousands of rows in databases of its own
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		ctx, a := testdb.NewTenant(t, d, "acme")
 		for from := int64(1); from <= 9000; from += 500 {
@@ -219,6 +220,7 @@ func TestSeekMatchesOffset(t *testing.T) {
 // between countries and another tenant's clients of the same country; the
 // blocks agree with the rows throughout (Check), and Rebuild restores them.
 func TestCountrySeekMatchesOffset(t *testing.T) {
+	t.Parallel() // seeds thousands of rows in databases of its own
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		ctx, a := testdb.NewTenant(t, d, "acme")
 		_, b := testdb.NewTenant(t, d, "other")
@@ -303,6 +305,7 @@ func TestCountrySeekMatchesOffset(t *testing.T) {
 // deletes and status changes, with another tenant's acts interleaved; an
 // act without its number is refused on both dialects.
 func TestActPagesMatchOffset(t *testing.T) {
+	t.Parallel() // seeds thousands of rows in databases of its own
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		ctx, a := testdb.NewTenant(t, d, "acme")
 		_, b := testdb.NewTenant(t, d, "other")
@@ -402,6 +405,7 @@ func TestActPagesMatchOffset(t *testing.T) {
 // leave the blocks alone; the blocks agree with the rows throughout
 // (Check), Rebuild restores lost ones, and emptying acts clears them.
 func TestTemplateActSeekMatchesOffset(t *testing.T) {
+	t.Parallel() // seeds thousands of rows in databases of its own
 	testdb.Each(t, func(t *testing.T, d *db.DB) {
 		ctx, a := testdb.NewTenant(t, d, "acme")
 		_, b := testdb.NewTenant(t, d, "other")

@@ -13,43 +13,18 @@ import (
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/page"
 	"github.com/finsvc/finsvc/internal/templates"
-	"github.com/finsvc/finsvc/internal/testdb"
 )
 
 // The list filters (clients by country, organisation number and name
-// prefix; acts by template) at 200,000 clients and 100,000 acts: every
+// prefix; acts by template) at 200,000 clients and 100,000 acts (the
+// tenant of TestPlansUseIndexes): every
 // query a filtered list sends reads an index, never the listed table
 // sequentially, and the filter's own index where the planner has a choice
 // worth pinning (organisation number, name prefix, template). Totals of
 // single equality filters are list_counts reads; the others count over
 // the filter's index. A sync (updated_since) reads and counts the rows
 // changed since over the updated_at index.
-func TestFilterPlansUseIndexes(t *testing.T) {
-	d := testdb.Postgres(t)
-	ctx, big := testdb.NewTenant(t, d, "big")
-	testdb.NewTenant(t, d, "small")
-	for _, s := range []string{
-		`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit, updated_at)
-		 SELECT ?, g, 'Client ' || g, '556' || g, (ARRAY['SE','NO','DK','FI'])[1 + g % 4], 1000,
-		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, 200000) g`,
-		`INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 'T'), (?, 2, 2, 1, 'U')`,
-		`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, updated_at, seq)
-		 SELECT ?, md5(g::text)::uuid, 1 + g % 5000, CASE WHEN g % 100 = 0 THEN 2 ELSE 1 END, 'Act ' || g,
-		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, now() - (100000 - g) * interval '1 second',
-		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g
-		 FROM generate_series(1, 100000) g`,
-	} {
-		args := []any{big.ID}
-		if strings.Count(s, "?") == 2 {
-			args = append(args, big.ID)
-		}
-		if err := d.Exec(s, args...).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := d.Exec("VACUUM ANALYZE clients, acts").Error; err != nil {
-		t.Fatal(err)
-	}
+func filterPlansUseIndexes(t *testing.T, ctx context.Context, d *db.DB) {
 	rec := &recorder{ConnPool: d.DB.Statement.ConnPool}
 	g := d.DB.Session(&gorm.Session{Context: context.Background()})
 	g.Statement.ConnPool = rec

@@ -53,32 +53,47 @@ func (r *recorder) take() []recorded {
 	return out
 }
 
-// The list queries at a size where a plan matters (200,000 clients and
-// 100,000 acts in one tenant, beside a small tenant): the total is a
-// primary-key read of list_counts, and every page query, deep ones
-// included, reads an index, never the table sequentially. Pinned on
-// PostgreSQL, where production runs.
-func TestListPlansUseIndexes(t *testing.T) {
+// The list and filter plans (plans_test.go, filterplans_test.go) need a
+// tenant at a size where a plan matters; it is seeded once, on PostgreSQL,
+// for both: 200,000 clients in four countries and 100,000 acts of two
+// templates in one tenant, beside a small tenant. Both only read it.
+func TestPlansUseIndexes(t *testing.T) {
+	t.Parallel() // seeds 300,000 rows in a database of its own
 	d := testdb.Postgres(t)
 	ctx, big := testdb.NewTenant(t, d, "big")
 	testdb.NewTenant(t, d, "small")
-	seed := []string{
-		`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit)
-		 SELECT ?, g, 'Client ' || g, '556' || g, 'SE', 1000 FROM generate_series(1, 200000) g`,
-		`INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 'T')`,
-		`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, seq)
-		 SELECT ?, md5(g::text)::uuid, 1 + g % 5000, 1, 'Act ' || g, CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END,
-		        now() - (100000 - g) * interval '1 second', g FROM generate_series(1, 100000) g`,
-	}
-	for _, s := range seed {
-		if err := d.Exec(s, big.ID).Error; err != nil {
+	for _, s := range []string{
+		`INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit, updated_at)
+		 SELECT ?, g, 'Client ' || g, '556' || g, (ARRAY['SE','NO','DK','FI'])[1 + g % 4], 1000,
+		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, 200000) g`,
+		`INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 'T'), (?, 2, 2, 1, 'U')`,
+		`INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, created_at, updated_at, seq)
+		 SELECT ?, md5(g::text)::uuid, 1 + g % 5000, CASE WHEN g % 100 = 0 THEN 2 ELSE 1 END, 'Act ' || g,
+		        CASE WHEN g % 4 = 0 THEN 'final' ELSE 'draft' END, now() - (100000 - g) * interval '1 second',
+		        timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g
+		 FROM generate_series(1, 100000) g`,
+	} {
+		args := []any{big.ID}
+		if strings.Count(s, "?") == 2 {
+			args = append(args, big.ID)
+		}
+		if err := d.Exec(s, args...).Error; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := d.Exec("ANALYZE").Error; err != nil {
+	if err := d.Exec("VACUUM ANALYZE").Error; err != nil {
 		t.Fatal(err)
 	}
+	t.Run("lists", func(t *testing.T) { listPlansUseIndexes(t, ctx, d) })
+	t.Run("filters", func(t *testing.T) { filterPlansUseIndexes(t, ctx, d) })
+}
 
+// The list queries at a size where a plan matters (the tenant of
+// TestPlansUseIndexes): the total is a
+// primary-key read of list_counts, and every page query, deep ones
+// included, reads an index, never the table sequentially. Pinned on
+// PostgreSQL, where production runs.
+func listPlansUseIndexes(t *testing.T, ctx context.Context, d *db.DB) {
 	rec := &recorder{ConnPool: d.DB.Statement.ConnPool}
 	// A Session with a Context clones the statement, so the pool is
 	// replaced on the copy only (as db.CountQueries does).

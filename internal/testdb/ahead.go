@@ -2,7 +2,11 @@ package testdb
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,12 +18,29 @@ import (
 // mostly waiting on the disk; a test binary of a hundred tests on both
 // dialects would otherwise wait for two hundred of each in turn. A
 // database made ahead and not taken, or one still queued for dropping when
-// the process exits, is left behind: its name carries its creation time,
-// and the next process drops those older than leftoverAge.
+// the process exits, is left behind: its name carries its creation time
+// and its process's owner number, which the process holds as a session
+// advisory lock until it exits. The next process drops those whose owner
+// lock is free (their process is gone), and any older than leftoverAge.
+// CI drops the last process's by tag (EnvDatabaseTag) when it ends.
 
 // leftoverAge is how old a test database must be before another process
-// drops it as left behind (twice the longest test binary timeout CI allows).
+// drops it as left behind whatever its owner (twice the longest test
+// binary timeout CI allows).
 const leftoverAge = time.Hour
+
+// ownerLockClass is the first key of the owner locks (an arbitrary
+// constant: "fins" in ASCII); the second is the owner number.
+const ownerLockClass = 0x66696e73
+
+// processOwner is this process's owner number, random.
+var processOwner = sync.OnceValue(func() int32 {
+	var b [4]byte
+	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+		panic(err)
+	}
+	return int32(binary.BigEndian.Uint32(b[:]))
+})
 
 // testDBPrefix names every database Postgres hands out.
 const testDBPrefix = "finsvc_test_"
@@ -61,10 +82,12 @@ func takeDatabase(admin *sql.DB, adminURL, tmpl string) (string, error) {
 		aheads[key] = ch
 		go func() {
 			for {
-				name := testDBPrefix + strconv.FormatInt(time.Now().Unix(), 10) + "_" + randomSuffix()
-				ctx, cancel := ctxTimeout(time.Minute)
-				err := createDatabase(ctx, admin, name, tmpl)
-				cancel()
+				name, err := databaseName(time.Now())
+				if err == nil {
+					ctx, cancel := ctxTimeout(time.Minute)
+					err = createDatabase(ctx, admin, name, tmpl)
+					cancel()
+				}
 				ch <- made{name, err}
 			}
 		}()
@@ -77,8 +100,19 @@ func takeDatabase(admin *sql.DB, adminURL, tmpl string) (string, error) {
 // dropBehind queues name for dropping without waiting for it.
 func dropBehind(admin *sql.DB, name string) { dropper() <- dropReq{admin, name} }
 
-// dropLeftovers drops the test databases of earlier processes older than
-// leftoverAge (best effort; once per process and admin URL).
+// databaseName names a test database made at now by this process:
+// finsvc_test_<unix seconds>_<owner, 8 hex digits>_<random>[_<tag>].
+func databaseName(now time.Time) (string, error) {
+	tag, err := tagSuffix()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s%d_%08x_%s%s", testDBPrefix, now.Unix(), uint32(processOwner()), randomSuffix(), tag), nil
+}
+
+// dropLeftovers drops the test databases of earlier processes: those whose
+// owner has exited, and those older than leftoverAge (best effort; once
+// per process and admin URL).
 func dropLeftovers(ctx context.Context, admin *sql.DB, now time.Time) {
 	rows, err := admin.QueryContext(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'finsvc\_test\_%'`)
 	if err != nil {
@@ -90,7 +124,13 @@ func dropLeftovers(ctx context.Context, admin *sql.DB, now time.Time) {
 		if rows.Scan(&name) != nil {
 			continue
 		}
-		if created, ok := createdAt(name); ok && now.Sub(created) > leftoverAge {
+		created, ok := createdAt(name)
+		if !ok {
+			continue
+		}
+		if now.Sub(created) > leftoverAge {
+			old = append(old, name)
+		} else if owner, ok := ownerOf(name); ok && owner != processOwner() && ownerGone(ctx, admin, owner) {
 			old = append(old, name)
 		}
 	}
@@ -98,6 +138,37 @@ func dropLeftovers(ctx context.Context, admin *sql.DB, now time.Time) {
 	for _, name := range old {
 		_, _ = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+quoteIdent(name)+` WITH (FORCE)`)
 	}
+}
+
+// ownerGone reports whether no session holds owner's lock: the process
+// that made the database has exited. A live owner's lock is held from
+// before it makes its first database until its session ends. pg_locks
+// shows the locks of every database of the server, so a process whose
+// admin database is another one is seen too.
+func ownerGone(ctx context.Context, admin *sql.DB, owner int32) bool {
+	var held bool
+	err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+WHERE locktype = 'advisory' AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 2)`,
+		int64(ownerLockClass), int64(uint32(owner))).Scan(&held)
+	return err == nil && !held
+}
+
+// ownerOf reads the owner number from a test database's name; names of an
+// older shape (finsvc_test_<unix seconds>_<random>) have none.
+func ownerOf(name string) (int32, bool) {
+	rest, ok := strings.CutPrefix(name, testDBPrefix)
+	if !ok {
+		return 0, false
+	}
+	parts := strings.Split(rest, "_")
+	if len(parts) < 3 || len(parts[1]) != 8 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(parts[1], 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(uint32(n)), true
 }
 
 // createdAt reads the creation time from a test database's name

@@ -37,6 +37,7 @@ func Postgres(t testing.TB) *db.DB {
 	if pooledURL == "" {
 		t.Skipf("testdb: %s is not set; skipping PostgreSQL test (e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", EnvDatabaseURL, EnvDatabaseURL)
 	}
+	skipUnlessEnabled(t, db.Postgres)
 	admin, err := adminDB(adminURL)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
@@ -70,10 +71,13 @@ func Postgres(t testing.TB) *db.DB {
 var (
 	adminMu    sync.Mutex
 	adminConns = map[string]*sql.DB{}
+	ownerConns = map[string]*sql.Conn{}
 )
 
 // adminDB is a small pool on the admin database for CREATE/DROP DATABASE.
-// It lives for the whole test process.
+// It lives for the whole test process, and so does the session on it that
+// holds the process's owner lock (ahead.go): the databases the process
+// makes are its own until that session ends with the process.
 func adminDB(adminURL string) (*sql.DB, error) {
 	adminMu.Lock()
 	defer adminMu.Unlock()
@@ -84,7 +88,18 @@ func adminDB(adminURL string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open admin database: %w", err)
 	}
-	a.SetMaxOpenConns(4)
+	a.SetMaxOpenConns(5)
+	ctx, cancel := ctxTimeout(time.Minute)
+	defer cancel()
+	conn, err := a.Conn(ctx)
+	if err == nil {
+		_, err = conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, ownerLockClass, processOwner())
+	}
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("owner lock on the admin database: %w", err)
+	}
+	ownerConns[adminURL] = conn
 	adminConns[adminURL] = a
 	return a, nil
 }
@@ -134,7 +149,11 @@ func buildTemplate(adminURL string) (string, error) {
 	}
 	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, templateLockKey)
 
-	name := "finsvc_tmpl_" + migrationsHash()
+	tag, err := tagSuffix()
+	if err != nil {
+		return "", err
+	}
+	name := "finsvc_tmpl_" + migrationsHash() + tag
 	var exists bool
 	if err := conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		return "", fmt.Errorf("look up template: %w", err)
@@ -276,13 +295,18 @@ func EmptyPostgres(t testing.TB) (pooled, direct string) {
 	if os.Getenv(EnvDatabaseURL) == "" {
 		t.Skipf("testdb: %s is not set; skipping PostgreSQL test", EnvDatabaseURL)
 	}
+	skipUnlessEnabled(t, db.Postgres)
 	admin, err := adminDB(DirectURL())
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
 	ctx, cancel := ctxTimeout(time.Minute)
 	defer cancel()
-	name := "finsvc_empty_" + randomSuffix()
+	tag, err := tagSuffix()
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	name := "finsvc_empty_" + randomSuffix() + tag
 	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+quoteIdent(name)); err != nil {
 		t.Fatalf("testdb: create %s: %v", name, err)
 	}

@@ -15,6 +15,7 @@ import (
 // SQLite returns a fresh migrated SQLite database in t's temp dir.
 func SQLite(t testing.TB) *db.DB {
 	t.Helper()
+	skipUnlessEnabled(t, db.SQLite)
 	tmpl, err := sqliteTemplate()
 	if err != nil {
 		t.Fatalf("testdb: sqlite template: %v", err)

@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +44,16 @@ const (
 	// pooler at EnvDatabaseURL. CI runs the PostgreSQL suite once this way,
 	// behind PgBouncer in transaction mode.
 	EnvDatabaseDirectURL = "FINSVC_TEST_DATABASE_DIRECT_URL"
+	// EnvDialects, when set, is a comma-separated list of the dialects
+	// tests run on (sqlite, postgres); the others' tests skip. CI's pass
+	// through PgBouncer sets it to postgres: the SQLite tests ran in the
+	// pass before it, and the pooler changes nothing for them.
+	EnvDialects = "FINSVC_TEST_DIALECTS"
+	// EnvDatabaseTag, when set (1 to 16 of a-z and 0-9), ends the name of
+	// every PostgreSQL database testdb creates, its template included, so
+	// that a CI run builds its own template and drops what it made by tag
+	// when it exits.
+	EnvDatabaseTag = "FINSVC_TEST_DATABASE_TAG"
 )
 
 // DirectURL is the admin URL: EnvDatabaseDirectURL, else EnvDatabaseURL.
@@ -61,9 +72,51 @@ func Pooled() bool {
 	return u != "" && u != os.Getenv(EnvDatabaseURL)
 }
 
-// Dialects lists the dialects Each runs on. PostgreSQL subtests skip when
-// FINSVC_TEST_DATABASE_URL is unset.
-func Dialects() []string { return []string{db.SQLite, db.Postgres} }
+// Dialects lists the dialects Each runs on: both, or those EnvDialects
+// names. PostgreSQL subtests skip when FINSVC_TEST_DATABASE_URL is unset.
+func Dialects() []string {
+	var out []string
+	for _, d := range []string{db.SQLite, db.Postgres} {
+		if enabled(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// enabled reports whether EnvDialects (unset: every dialect) names dialect.
+func enabled(dialect string) bool {
+	list := os.Getenv(EnvDialects)
+	if list == "" {
+		return true
+	}
+	for _, d := range strings.Split(list, ",") {
+		if strings.TrimSpace(d) == dialect {
+			return true
+		}
+	}
+	return false
+}
+
+// skipUnlessEnabled skips t when EnvDialects leaves dialect out.
+func skipUnlessEnabled(t testing.TB, dialect string) {
+	t.Helper()
+	if !enabled(dialect) {
+		t.Skipf("testdb: %s=%s leaves out %s", EnvDialects, os.Getenv(EnvDialects), dialect)
+	}
+}
+
+// tagSuffix is "_" and EnvDatabaseTag, or "" when it is unset.
+var tagSuffix = sync.OnceValues(func() (string, error) {
+	tag := os.Getenv(EnvDatabaseTag)
+	if tag == "" {
+		return "", nil
+	}
+	if len(tag) > 16 || strings.Trim(tag, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+		return "", fmt.Errorf("%s=%q: want 1 to 16 of a-z and 0-9", EnvDatabaseTag, tag)
+	}
+	return "_" + tag, nil
+})
 
 // Open returns a fresh migrated database of dialect (db.SQLite or
 // db.Postgres), closed and removed when t ends.

@@ -1,4 +1,4 @@
--- OAuth 2.0 (DESIGN section 6): apps (OAuth clients), the fosite request
+-- OAuth 2.0: apps (OAuth clients), the fosite request
 -- tables (authorization codes, access and refresh tokens, PKCE requests),
 -- remembered consents and browser login sessions.
 --

@@ -1,4 +1,4 @@
-// Command example is the README's Go example: run it where demo-data/ and
+// Command example is the Go example of docs/clients.md: run it where demo-data/ and
 // tokens.json are (steps 1 to 4), in a module that requires the client module.
 package main
 

@@ -3593,7 +3593,7 @@ type ClientInterface interface {
 	// PutActDataPointWithBody Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -3612,7 +3612,7 @@ type ClientInterface interface {
 	// PutActDataPoint Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -4403,7 +4403,7 @@ func (c *APIClient) PutActData(ctx context.Context, actUuid ActUuid, body PutAct
 // PutActDataPointWithBody Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's
@@ -4432,7 +4432,7 @@ func (c *APIClient) PutActDataPointWithBody(ctx context.Context, actUuid ActUuid
 // PutActDataPoint Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's
@@ -8797,7 +8797,7 @@ type ClientWithResponsesInterface interface {
 	// PutActDataPointWithBodyWithResponse Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -8816,7 +8816,7 @@ type ClientWithResponsesInterface interface {
 	// PutActDataPointWithResponse Write one data point
 	//
 	// With `fetch_request_id` this is a correlated result for a fetch
-	// request (spec section 3); without it, an ordinary edit of the current
+	// request; without it, an ordinary edit of the current
 	// value. Exactly one of `value` and `error`; `error` needs
 	// `fetch_request_id`. 422 for an invalid value, both or neither of
 	// `value`/`error`, an over-long `error`, a field outside the request's
@@ -19084,7 +19084,7 @@ func (c *ClientWithResponses) PutActDataWithResponse(ctx context.Context, actUui
 // PutActDataPointWithBodyWithResponse Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's
@@ -19109,7 +19109,7 @@ func (c *ClientWithResponses) PutActDataPointWithBodyWithResponse(ctx context.Co
 // PutActDataPointWithResponse Write one data point
 //
 // With `fetch_request_id` this is a correlated result for a fetch
-// request (spec section 3); without it, an ordinary edit of the current
+// request; without it, an ordinary edit of the current
 // value. Exactly one of `value` and `error`; `error` needs
 // `fetch_request_id`. 422 for an invalid value, both or neither of
 // `value`/`error`, an over-long `error`, a field outside the request's

@@ -442,7 +442,7 @@ export interface paths {
         /**
          * Write one data point
          * @description With `fetch_request_id` this is a correlated result for a fetch
-         *     request (spec section 3); without it, an ordinary edit of the current
+         *     request; without it, an ordinary edit of the current
          *     value. Exactly one of `value` and `error`; `error` needs
          *     `fetch_request_id`. 422 for an invalid value, both or neither of
          *     `value`/`error`, an over-long `error`, a field outside the request's
