@@ -13,7 +13,8 @@ import (
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/webhooks/secretbox"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 )
 
 // failedRecords counts the worker's "record delivery outcome" errors.
@@ -45,7 +46,7 @@ func TestOutcomeRecordedWhenTheDatabaseReturns(t *testing.T) {
 		f.register(outbox.ActCreated, rc.URL+"/hook")
 		ids := f.emit(outbox.ActCreated, 1, nil, nil)
 		clk := newClock()
-		box, err := secretbox.New(f.cfg.Secret)
+		box, err := sealing.New(keyring.MustNew(f.cfg.Secret))
 		if err != nil {
 			t.Fatal(err)
 		}
