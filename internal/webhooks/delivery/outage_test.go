@@ -10,11 +10,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/keyring"
-	"github.com/finsvc/finsvc/internal/sealing"
 )
 
 // failedRecords counts the worker's "record delivery outcome" errors.
