@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"strings"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 )
@@ -23,10 +25,14 @@ func noStore(spec *openapi3.T) echo.MiddlewareFunc {
 }
 
 // noStoreRoutes is the set of API routes (routeKey) whose operation
-// declares Cache-Control on a response.
+// declares Cache-Control on a response. The OAuth endpoints, outside
+// /api/1.0, write their own (RFC 6749 asks for it on tokens and errors).
 func noStoreRoutes(spec *openapi3.T) map[string]bool {
 	out := map[string]bool{}
 	for _, p := range spec.Paths.InMatchingOrder() {
+		if !strings.HasPrefix(p, "/api/1.0/") {
+			continue
+		}
 		for method, op := range spec.Paths.Value(p).Operations() {
 			if op.Responses == nil {
 				continue
