@@ -206,6 +206,41 @@ func TestMigrateDownAndUp(t *testing.T) {
 	}
 }
 
+// A roll back below the audit log's migration is refused while the log
+// holds records, saying what would be lost and changing nothing; naming
+// the table with --discard destroys it.
+func TestMigrateDownRefusesToDropTheAuditLog(t *testing.T) {
+	env := map[string]string{"FINSVC_DATA_DIR": t.TempDir(), "FINSVC_LOG_LEVEL": "warn"}
+	if r := exec(t, env, "tenant", "create", "acme"); r.code != 0 {
+		t.Fatalf("tenant create: %+v", r)
+	}
+	if r := exec(t, env, "user", "create", "--tenant", "acme", "--email", "ola@acme.example.com", "--role", "member"); r.code != 0 {
+		t.Fatalf("user create (an audit record): %+v", r)
+	}
+	status := func() string {
+		t.Helper()
+		r := exec(t, env, "migrate", "--status")
+		if r.code != 0 {
+			t.Fatalf("migrate --status: %+v", r)
+		}
+		return r.stdout
+	}
+	before := status()
+	r := exec(t, env, "migrate", "--down-to", "0")
+	if r.code == 0 || !strings.Contains(r.stderr, "audit_log") || !strings.Contains(r.stderr, "--discard audit_log") {
+		t.Fatalf("migrate --down-to 0 with audit records: %+v", r)
+	}
+	if got := status(); got != before {
+		t.Fatalf("a refused roll back changed the schema: %q → %q", before, got)
+	}
+	if r := exec(t, env, "migrate", "--down-to", "0", "--discard", "users"); r.code == 0 {
+		t.Fatalf("--discard of a table that is not kept: %+v", r)
+	}
+	if r := exec(t, env, "migrate", "--down-to", "0", "--discard", "audit_log"); r.code != 0 || !strings.Contains(r.stdout, "version 0 ") {
+		t.Fatalf("migrate --down-to 0 --discard audit_log: %+v", r)
+	}
+}
+
 // startCmd runs the CLI in the background; stop cancels it and returns its
 // exit status.
 func startCmd(t *testing.T, env map[string]string, args ...string) (stdout, stderr *syncBuffer, stop func() int) {

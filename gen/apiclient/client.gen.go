@@ -410,6 +410,11 @@ type ClientInterface interface {
 	// A `webhook.test` event is listed only to callers who may see its registration (admins and viewers see all,
 	// a member only the registrations they created); every other event is listed to every caller with the scope.
 	//
+	// An event is listed only when the token also holds the read scope of the object it carries, as
+	// `DeliveryEventKind`'s `x-finsvc-read-scope` declares (`client.*` needs `clients:read`; `act.*` and
+	// `fetch_request.*` need `acts:read`; `webhook.test` needs `webhooks:read`). Events of other kinds are left out
+	// as if they did not exist.
+	//
 	// Corresponds with GET /api/1.0/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -417,7 +422,8 @@ type ClientInterface interface {
 	//
 	// One event as the envelope a webhook delivery carries (same `id`, `event`, `occurred_at` and `data`), for the
 	// server's retention (`FINSVC_EVENT_RETENTION`, 30 days by default). Another tenant's event, a purged one and a
-	// `webhook.test` event of a registration the caller may not see are 404.
+	// `webhook.test` event of a registration the caller may not see are 404, and so is an event whose object's read
+	// scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks.
 	//
 	// Corresponds with GET /api/1.0/events/{id} (the `GetEvent` operationId).
 	GetEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -579,6 +585,11 @@ type ClientInterface interface {
 	// act's events while it is active, its target is HTTPS, and its user
 	// still has access to the act.
 	//
+	// The token must also hold the read scope of the object the event
+	// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+	// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+	// without it the answer is 403 and nothing is registered.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/1.0/webhooks (the `CreateWebhook` operationId).
@@ -591,6 +602,11 @@ type ClientInterface interface {
 	// records the user and the app that created it; it is eligible for an
 	// act's events while it is active, its target is HTTPS, and its user
 	// still has access to the act.
+	//
+	// The token must also hold the read scope of the object the event
+	// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+	// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+	// without it the answer is 403 and nothing is registered.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -613,7 +629,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookWithBody Update a webhook registration
 	//
-	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -622,7 +638,7 @@ type ClientInterface interface {
 
 	// UpdateWebhook Update a webhook registration
 	//
-	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1430,6 +1446,11 @@ func (c *APIClient) ListEventTypes(ctx context.Context, reqEditors ...RequestEdi
 // A `webhook.test` event is listed only to callers who may see its registration (admins and viewers see all,
 // a member only the registrations they created); every other event is listed to every caller with the scope.
 //
+// An event is listed only when the token also holds the read scope of the object it carries, as
+// `DeliveryEventKind`'s `x-finsvc-read-scope` declares (`client.*` needs `clients:read`; `act.*` and
+// `fetch_request.*` need `acts:read`; `webhook.test` needs `webhooks:read`). Events of other kinds are left out
+// as if they did not exist.
+//
 // Corresponds with GET /api/1.0/events (the `ListEvents` operationId).
 func (c *APIClient) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEventsRequest(c.Server, params)
@@ -1447,7 +1468,8 @@ func (c *APIClient) ListEvents(ctx context.Context, params *ListEventsParams, re
 //
 // One event as the envelope a webhook delivery carries (same `id`, `event`, `occurred_at` and `data`), for the
 // server's retention (`FINSVC_EVENT_RETENTION`, 30 days by default). Another tenant's event, a purged one and a
-// `webhook.test` event of a registration the caller may not see are 404.
+// `webhook.test` event of a registration the caller may not see are 404, and so is an event whose object's read
+// scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks.
 //
 // Corresponds with GET /api/1.0/events/{id} (the `GetEvent` operationId).
 func (c *APIClient) GetEvent(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1779,6 +1801,11 @@ func (c *APIClient) ListWebhooks(ctx context.Context, params *ListWebhooksParams
 // act's events while it is active, its target is HTTPS, and its user
 // still has access to the act.
 //
+// The token must also hold the read scope of the object the event
+// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+// without it the answer is 403 and nothing is registered.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/1.0/webhooks (the `CreateWebhook` operationId).
@@ -1801,6 +1828,11 @@ func (c *APIClient) CreateWebhookWithBody(ctx context.Context, params *CreateWeb
 // records the user and the app that created it; it is eligible for an
 // act's events while it is active, its target is HTTPS, and its user
 // still has access to the act.
+//
+// The token must also hold the read scope of the object the event
+// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+// without it the answer is 403 and nothing is registered.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1853,7 +1885,7 @@ func (c *APIClient) GetWebhook(ctx context.Context, id WebhookId, reqEditors ...
 
 // UpdateWebhookWithBody Update a webhook registration
 //
-// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1872,7 +1904,7 @@ func (c *APIClient) UpdateWebhookWithBody(ctx context.Context, id WebhookId, con
 
 // UpdateWebhook Update a webhook registration
 //
-// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5640,6 +5672,11 @@ type ClientWithResponsesInterface interface {
 	// A `webhook.test` event is listed only to callers who may see its registration (admins and viewers see all,
 	// a member only the registrations they created); every other event is listed to every caller with the scope.
 	//
+	// An event is listed only when the token also holds the read scope of the object it carries, as
+	// `DeliveryEventKind`'s `x-finsvc-read-scope` declares (`client.*` needs `clients:read`; `act.*` and
+	// `fetch_request.*` need `acts:read`; `webhook.test` needs `webhooks:read`). Events of other kinds are left out
+	// as if they did not exist.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/1.0/events (the `ListEvents` operationId).
@@ -5649,7 +5686,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// One event as the envelope a webhook delivery carries (same `id`, `event`, `occurred_at` and `data`), for the
 	// server's retention (`FINSVC_EVENT_RETENTION`, 30 days by default). Another tenant's event, a purged one and a
-	// `webhook.test` event of a registration the caller may not see are 404.
+	// `webhook.test` event of a registration the caller may not see are 404, and so is an event whose object's read
+	// scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5829,6 +5867,11 @@ type ClientWithResponsesInterface interface {
 	// act's events while it is active, its target is HTTPS, and its user
 	// still has access to the act.
 	//
+	// The token must also hold the read scope of the object the event
+	// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+	// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+	// without it the answer is 403 and nothing is registered.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/1.0/webhooks (the `CreateWebhook` operationId).
@@ -5841,6 +5884,11 @@ type ClientWithResponsesInterface interface {
 	// records the user and the app that created it; it is eligible for an
 	// act's events while it is active, its target is HTTPS, and its user
 	// still has access to the act.
+	//
+	// The token must also hold the read scope of the object the event
+	// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+	// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+	// without it the answer is 403 and nothing is registered.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5867,7 +5915,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookWithBodyWithResponse Update a webhook registration
 	//
-	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5876,7 +5924,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookWithResponse Update a webhook registration
 	//
-	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+	// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8603,6 +8651,7 @@ func (r ListActHistoryResponse) ContentType() string {
 
 // ListAuditLogResponse200Headers the declared response headers of an HTTP 200 response for ListAuditLog
 type ListAuditLogResponse200Headers struct {
+	CacheControl       *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -8763,6 +8812,7 @@ func (r ListAuditLogResponse) ContentType() string {
 
 // ExportAuditLogResponse200Headers the declared response headers of an HTTP 200 response for ExportAuditLog
 type ExportAuditLogResponse200Headers struct {
+	CacheControl       *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -11940,6 +11990,7 @@ func (r ListUsersResponse) ContentType() string {
 
 // CreateUserResponse201Headers the declared response headers of an HTTP 201 response for CreateUser
 type CreateUserResponse201Headers struct {
+	CacheControl       *string
 	IdempotentReplayed *string
 	OriginalRequest    *string
 	RateLimitLimit     *int
@@ -12739,6 +12790,7 @@ func (r UpdateUserResponse) ContentType() string {
 
 // IssueOneTimePasswordResponse200Headers the declared response headers of an HTTP 200 response for IssueOneTimePassword
 type IssueOneTimePasswordResponse200Headers struct {
+	CacheControl       *string
 	IdempotentReplayed *string
 	OriginalRequest    *string
 	RateLimitLimit     *int
@@ -13100,6 +13152,7 @@ func (r ListWebhooksResponse) ContentType() string {
 
 // CreateWebhookResponse201Headers the declared response headers of an HTTP 201 response for CreateWebhook
 type CreateWebhookResponse201Headers struct {
+	CacheControl       *string
 	IdempotentReplayed *string
 	OriginalRequest    *string
 	RateLimitLimit     *int
@@ -14298,6 +14351,7 @@ func (r RedeliverWebhookDeliveryResponse) ContentType() string {
 
 // RotateWebhookSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookSecret
 type RotateWebhookSecretResponse200Headers struct {
+	CacheControl       *string
 	IdempotentReplayed *string
 	OriginalRequest    *string
 	RateLimitLimit     *int
@@ -16053,6 +16107,11 @@ func (c *ClientWithResponses) ListEventTypesWithResponse(ctx context.Context, re
 // A `webhook.test` event is listed only to callers who may see its registration (admins and viewers see all,
 // a member only the registrations they created); every other event is listed to every caller with the scope.
 //
+// An event is listed only when the token also holds the read scope of the object it carries, as
+// `DeliveryEventKind`'s `x-finsvc-read-scope` declares (`client.*` needs `clients:read`; `act.*` and
+// `fetch_request.*` need `acts:read`; `webhook.test` needs `webhooks:read`). Events of other kinds are left out
+// as if they did not exist.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/1.0/events (the `ListEvents` operationId).
@@ -16068,7 +16127,8 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 //
 // One event as the envelope a webhook delivery carries (same `id`, `event`, `occurred_at` and `data`), for the
 // server's retention (`FINSVC_EVENT_RETENTION`, 30 days by default). Another tenant's event, a purged one and a
-// `webhook.test` event of a registration the caller may not see are 404.
+// `webhook.test` event of a registration the caller may not see are 404, and so is an event whose object's read
+// scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16350,6 +16410,11 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, para
 // act's events while it is active, its target is HTTPS, and its user
 // still has access to the act.
 //
+// The token must also hold the read scope of the object the event
+// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+// without it the answer is 403 and nothing is registered.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/1.0/webhooks (the `CreateWebhook` operationId).
@@ -16368,6 +16433,11 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // records the user and the app that created it; it is eligible for an
 // act's events while it is active, its target is HTTPS, and its user
 // still has access to the act.
+//
+// The token must also hold the read scope of the object the event
+// carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+// for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+// without it the answer is 403 and nothing is registered.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16412,7 +16482,7 @@ func (c *ClientWithResponses) GetWebhookWithResponse(ctx context.Context, id Web
 
 // UpdateWebhookWithBodyWithResponse Update a webhook registration
 //
-// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16427,7 +16497,7 @@ func (c *ClientWithResponses) UpdateWebhookWithBodyWithResponse(ctx context.Cont
 
 // UpdateWebhookWithResponse Update a webhook registration
 //
-// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+// Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22486,6 +22556,13 @@ func ParseListAuditLogResponse(rsp *http.Response) (*ListAuditLogResponse, error
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ListAuditLogResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22816,6 +22893,13 @@ func ParseExportAuditLogResponse(rsp *http.Response) (*ExportAuditLogResponse, e
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ExportAuditLogResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29706,6 +29790,13 @@ func ParseCreateUserResponse(rsp *http.Response) (*CreateUserResponse, error) {
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateUserResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -31469,6 +31560,13 @@ func ParseIssueOneTimePasswordResponse(rsp *http.Response) (*IssueOneTimePasswor
 	switch {
 	case rsp.StatusCode == 200:
 		var headers IssueOneTimePasswordResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -32282,6 +32380,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateWebhookResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -34962,6 +35067,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 	switch {
 	case rsp.StatusCode == 200:
 		var headers RotateWebhookSecretResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -2217,6 +2217,9 @@ type UserCreate struct {
 
 // UserCreated A new user, and the password generated for it when none was given.
 type UserCreated struct {
+	// ExpiresAt When the generated one-time password stops working if unused (72 hours after it was issued), as `OneTimePassword.expires_at`; absent or null when the request set a password.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
 	// OneTimePassword The generated one-time password, shown this once (only its hash is kept); null when the request set one.
 	// It works for one sign-in within 72 hours, which leads straight to choosing a password;
 	// `POST /api/1.0/users/{user_id}/one-time-password` issues a new one.

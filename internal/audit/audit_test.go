@@ -85,3 +85,37 @@ func TestAppendOnly(t *testing.T) {
 		}
 	})
 }
+
+// No statement replaces a record: SQLite's INSERT OR REPLACE and REPLACE
+// INTO (which delete the conflicting row without firing a DELETE trigger)
+// and an upsert on either dialect are refused, and the record stays as
+// written.
+func TestNoReplace(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, tn := testdb.NewTenant(t, d, "acme")
+		if err := audit.RecordAlone(ctx, d, audit.Entry{Action: audit.SignIn, Actor: audit.UserActor(1)}); err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := d.Table("audit_log").Where("tenant_id = ?", tn.ID).Pluck("id", &id).Error; err != nil {
+			t.Fatal(err)
+		}
+		cols := "(tenant_id, id, occurred_at, actor_type, action, outcome) VALUES (?, ?, ?, 'system', 'user.deleted', 'failure')"
+		stmts := []string{"INSERT INTO audit_log " + cols + " ON CONFLICT (tenant_id, id) DO UPDATE SET action = excluded.action, outcome = excluded.outcome"}
+		if d.Dialect == db.SQLite {
+			stmts = append(stmts, "INSERT OR REPLACE INTO audit_log "+cols, "REPLACE INTO audit_log "+cols)
+		}
+		for _, q := range stmts {
+			if err := d.Exec(q, tn.ID, id, time.Now().UTC()).Error; err == nil {
+				t.Errorf("%s: the record was replaced", q)
+			}
+		}
+		var rows []audit.Row
+		if err := d.Where("tenant_id = ?", tn.ID).Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Action != audit.SignIn || rows[0].Outcome != audit.Success {
+			t.Fatalf("the log after the attempts: %+v", rows)
+		}
+	})
+}

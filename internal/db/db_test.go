@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
 )
@@ -137,6 +138,41 @@ func TestMigrateIdempotentAndReversible(t *testing.T) {
 		}
 		if !d.Migrator().HasTable("users") {
 			t.Error("users missing after migrating up again")
+		}
+	})
+}
+
+// A roll back that would drop the audit log while it holds records is
+// refused and changes nothing; naming the table lets it go.
+func TestMigrateDownKeepsTheAuditLog(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, _ := testdb.NewTenant(t, d, "acme")
+		if err := audit.Record(ctx, d.DB, audit.Entry{Action: audit.UserCreated, TargetType: audit.TargetUser, TargetID: "1"}); err != nil {
+			t.Fatal(err)
+		}
+		_, latest, _ := d.MigrationVersion(ctx)
+		err := d.MigrateDownTo(ctx, 159)
+		if err == nil || !strings.Contains(err.Error(), "audit_log and its 1 records") {
+			t.Fatalf("MigrateDownTo(159) with an audit record = %v", err)
+		}
+		if cur, _, _ := d.MigrationVersion(ctx); cur != latest {
+			t.Fatalf("a refused roll back moved the schema to %d", cur)
+		}
+		var n int64
+		if err := d.Table("audit_log").Count(&n).Error; err != nil || n != 1 {
+			t.Fatalf("audit records after the refusal: %d, %v", n, err)
+		}
+		if err := d.MigrateDownTo(ctx, 160); err != nil {
+			t.Fatalf("a roll back that keeps the audit log: %v", err)
+		}
+		if err := d.MigrateDownTo(ctx, 0, "audit_log"); err != nil {
+			t.Fatalf("MigrateDownTo(0, audit_log): %v", err)
+		}
+		if d.Migrator().HasTable("audit_log") {
+			t.Fatal("audit_log kept after a roll back that discards it")
+		}
+		if err := d.Migrate(ctx); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -74,10 +76,26 @@ func (d *DB) migrationProvider() (*goose.Provider, error) {
 	return p, nil
 }
 
+// Kept are the tables whose records the README promises to keep (the
+// append-only audit log), each with the migration that creates it: rolling
+// back below that migration drops the table and every record in it.
+var Kept = []KeptTable{{Table: "audit_log", Version: 160}}
+
+// KeptTable is a table a roll back must not drop silently.
+type KeptTable struct {
+	Table   string
+	Version int64 // the migration that creates it (the same number on both dialects)
+}
+
 // MigrateDownTo rolls migrations back until the schema is at version (0
 // removes everything). For operators undoing a bad deploy, and for tests
-// proving that every Down section works.
-func (d *DB) MigrateDownTo(ctx context.Context, version int64) error {
+// proving that every Down section works. A roll back that would drop a
+// Kept table while it holds records is refused, changing nothing, unless
+// discard names that table: the operator says what will be lost.
+func (d *DB) MigrateDownTo(ctx context.Context, version int64, discard ...string) error {
+	if err := d.checkKept(ctx, version, discard); err != nil {
+		return err
+	}
 	p, err := d.migrationProvider()
 	if err != nil {
 		return err
@@ -89,6 +107,28 @@ func (d *DB) MigrateDownTo(ctx context.Context, version int64) error {
 	for _, r := range results {
 		d.logger().InfoContext(ctx, "migration rolled back",
 			"version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// checkKept refuses a roll back to version that would drop a Kept table
+// holding records, unless discard names it.
+func (d *DB) checkKept(ctx context.Context, version int64, discard []string) error {
+	var errs []error
+	for _, k := range Kept {
+		if version >= k.Version || slices.Contains(discard, k.Table) || !d.DB.Migrator().HasTable(k.Table) {
+			continue
+		}
+		var n int64
+		if err := d.DB.WithContext(ctx).Table(k.Table).Count(&n).Error; err != nil {
+			return fmt.Errorf("db: count the records of %s: %w", k.Table, err)
+		}
+		if n > 0 {
+			errs = append(errs, fmt.Errorf("rolling back below version %d drops %s and its %d records; pass --discard %s to destroy them", k.Version, k.Table, n, k.Table))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("db: migrate %s down to %d refused, nothing was changed: %w", d.Dialect, version, err)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestAuditLog(t *testing.T) {
 		acme := env.Tenant("acme")
 		adminID := acme.User(auth.RoleAdmin)
 		tok := acme.Token(adminID, auth.ScopeUsersRead, auth.ScopeUsersWrite, auth.ScopeWebhooksRead,
-			auth.ScopeWebhooksWrite, auth.ScopeAuditRead)
+			auth.ScopeWebhooksWrite, auth.ScopeAuditRead, auth.ScopeActsRead, auth.ScopeClientsRead)
 		secrets := []string{tok}
 		do := func(method, path string, body any, status int, out any) *apitest.Response {
 			t.Helper()

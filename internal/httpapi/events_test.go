@@ -36,7 +36,7 @@ func TestEventsAPI(t *testing.T) {
 		f := newActFixture(t, env, "acme")
 		a1 := f.createAct(t, "First")
 		a2 := f.createAct(t, "Second")
-		tok := f.Token(f.viewer, auth.ScopeEventsRead)
+		tok := f.Token(f.viewer, auth.ScopeEventsRead, auth.ScopeActsRead)
 
 		rows := events(t, env, f.Tenant.ID)
 		if len(rows) != 2 {
@@ -90,7 +90,7 @@ func TestEventsAPI(t *testing.T) {
 		f.Do("GET", "/api/1.0/events", f.Token(f.admin, auth.ScopeActsRead, auth.ScopeWebhooksRead), nil).Status(t, http.StatusForbidden)
 		f.Do("GET", "/api/1.0/events", "", nil).Status(t, http.StatusUnauthorized)
 		other := env.Tenant("globex")
-		otok := other.Token(other.User(auth.RoleAdmin), auth.ScopeEventsRead)
+		otok := other.Token(other.User(auth.RoleAdmin), auth.ScopeEventsRead, auth.ScopeActsRead)
 		other.Do("GET", "/api/1.0/events/"+p.Data[0].Id.String(), otok, nil).Status(t, http.StatusNotFound)
 		if op := listEvents(t, other, otok, nil); len(op.Data) != 0 {
 			t.Fatalf("another tenant lists %+v", op)
@@ -110,7 +110,7 @@ func TestEventsPagingWhileWriting(t *testing.T) {
 		for i := range 12 {
 			f.createAct(t, "Before "+strconv.Itoa(i))
 		}
-		tok := f.Token(f.member, auth.ScopeEventsRead)
+		tok := f.Token(f.member, auth.ScopeEventsRead, auth.ScopeActsRead)
 		first := listEvents(t, f.TenantEnv, tok, url.Values{"limit": {"5"}})
 		oldestSeen := first.Data[len(first.Data)-1].Id
 
@@ -203,7 +203,7 @@ func TestEventsPagingWhileWriting(t *testing.T) {
 func TestEventsWebhookTestVisibility(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
 		f := newActFixture(t, env, "acme")
-		tok := f.Token(f.member, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite, auth.ScopeEventsRead)
+		tok := f.Token(f.member, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite, auth.ScopeEventsRead, auth.ScopeActsRead)
 		var wh models.WebhookWithSecret
 		f.Do("POST", "/api/1.0/webhooks", tok, map[string]any{"event": outbox.ActCreated, "target": "https://example.com/hook"}).
 			Status(t, http.StatusCreated).Decode(t, &wh)
@@ -217,9 +217,9 @@ func TestEventsWebhookTestVisibility(t *testing.T) {
 			want int
 		}{
 			{"owner", tok, 2},
-			{"admin", f.Token(f.admin, auth.ScopeEventsRead), 2},
-			{"viewer", f.Token(f.viewer, auth.ScopeEventsRead), 2},
-			{"other member", f.Token(f.User(auth.RoleMember), auth.ScopeEventsRead), 1},
+			{"admin", f.Token(f.admin, auth.ScopeEventsRead, auth.ScopeActsRead, auth.ScopeWebhooksRead), 2},
+			{"viewer", f.Token(f.viewer, auth.ScopeEventsRead, auth.ScopeActsRead, auth.ScopeWebhooksRead), 2},
+			{"other member", f.Token(f.User(auth.RoleMember), auth.ScopeEventsRead, auth.ScopeActsRead, auth.ScopeWebhooksRead), 1},
 		} {
 			p := listEvents(t, f.TenantEnv, c.tok, nil)
 			if len(p.Data) != c.want {

@@ -289,12 +289,12 @@ func TestIdempotencyReplayIsAuthorized(t *testing.T) {
 		// POST /webhooks: the signing secret.
 		hook := map[string]any{"event": "act.created", "target": "https://hooks.example.com/k"}
 		var wh models.WebhookWithSecret
-		acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(member, auth.ScopeWebhooksWrite), hook, withKey("W")).
+		acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(member, auth.ScopeWebhooksWrite, auth.ScopeActsRead), hook, withKey("W")).
 			Status(t, http.StatusCreated).Decode(t, &wh)
-		refused("viewer replaying POST /webhooks", acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(viewer, auth.ScopeWebhooksWrite), hook, withKey("W")), wh.Secret)
+		refused("viewer replaying POST /webhooks", acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(viewer, auth.ScopeWebhooksWrite, auth.ScopeActsRead), hook, withKey("W")), wh.Secret)
 		refused("token without webhooks:write", acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(member, auth.ScopeWebhooksRead), hook, withKey("W")), wh.Secret)
 		var own models.WebhookWithSecret
-		ro := acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(other, auth.ScopeWebhooksWrite), hook, withKey("W")).
+		ro := acme.DoHeader("POST", "/api/1.0/webhooks", acme.Token(other, auth.ScopeWebhooksWrite, auth.ScopeActsRead), hook, withKey("W")).
 			Status(t, http.StatusCreated).Decode(t, &own)
 		if ro.Header.Get("Idempotent-Replayed") != "" || own.Id == wh.Id || own.Secret == wh.Secret {
 			t.Fatalf("another member got the first member's registration: %s", ro.Body)

@@ -180,6 +180,7 @@ func New(deps Deps) (http.Handler, error) {
 	e.Use(bodyLimit(deps.Config.BodyLimit))
 	e.Use(resolveTenant(deps))
 	e.Use(deprecated)
+	e.Use(noStore(spec))
 	for _, m := range deps.Middleware {
 		e.Use(m)
 	}

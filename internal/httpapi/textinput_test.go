@@ -111,7 +111,7 @@ func TestTextInputRealWrites(t *testing.T) {
 		act := f.createAct(t, "Q1 review")
 		dp := dpByKey(t, act, "note")
 		acme := &webhookEnv{TenantEnv: f.TenantEnv, member: f.member, viewer: f.viewer,
-			tok: f.Token(f.member, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)}
+			tok: f.Token(f.member, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite, auth.ScopeActsRead, auth.ScopeClientsRead)}
 		wh := acme.create(t, "act.created", "https://hooks.example.com/a")
 		f.Do("POST", "/api/1.0/templates", admin, creditReviewJSON).Status(t, http.StatusCreated)
 		clientsBefore := f.Do("GET", "/api/1.0/clients", admin, nil).Status(t, http.StatusOK).Body

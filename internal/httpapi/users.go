@@ -38,6 +38,10 @@ func (h *Handlers) CreateUser(ctx context.Context, req apiserver.CreateUserReque
 	out := apiserver.CreateUser201JSONResponse{User: userJSON(u)}
 	if generated != "" {
 		out.OneTimePassword = &generated
+		if u.PasswordExpiresAt != nil {
+			at := u.PasswordExpiresAt.UTC()
+			out.ExpiresAt = &at
+		}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -127,6 +128,7 @@ func routedValidator(spec *openapi3.T, opts *oapimw.Options) (echo.MiddlewareFun
 		return nil, err
 	}
 	routes := specRoutes(spec)
+	traps := nullTraps(routes)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if opts.Skipper(c) {
@@ -138,6 +140,11 @@ func routedValidator(spec *openapi3.T, opts *oapimw.Options) (echo.MiddlewareFun
 					return err
 				}
 				r = &matched{route: route, names: c.ParamNames(), values: c.ParamValues()}
+				if body := traps[route]; body != nil {
+					if err := refuseNullDefaults(c, body); err != nil {
+						return err
+					}
+				}
 			}
 			if err := oapimw.ValidateRequestFromContext(c, r, opts); err != nil {
 				return opts.ErrorHandler(c, err)
@@ -406,4 +413,103 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// kin-openapi fills a property's default in place of an explicit null
+// before it validates the value, so a null where the schema allows none
+// (`{"previous_secret_expires_in": null}`) passed as if it were absent.
+// refuseNullDefaults refuses it first: 400 naming the field, as any other
+// value outside the schema.
+
+// nullTraps is, per route, the JSON request body schema of the operations
+// whose body has a property with a default that is not nullable (the
+// others need no look at the body).
+func nullTraps(routes map[string]map[string]*routers.Route) map[*routers.Route]*openapi3.Schema {
+	out := map[*routers.Route]*openapi3.Schema{}
+	for _, byPath := range routes {
+		for _, route := range byPath {
+			rb := route.Operation.RequestBody
+			if rb == nil || rb.Value == nil {
+				continue
+			}
+			mt := rb.Value.Content.Get("application/json")
+			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+				continue
+			}
+			if hasDefaultedProperty(mt.Schema.Value, 0) {
+				out[route] = mt.Schema.Value
+			}
+		}
+	}
+	return out
+}
+
+func hasDefaultedProperty(s *openapi3.Schema, depth int) bool {
+	if s == nil || depth > 8 {
+		return false
+	}
+	for _, p := range s.Properties {
+		if p == nil || p.Value == nil {
+			continue
+		}
+		if (p.Value.Default != nil && !p.Value.Nullable) || hasDefaultedProperty(p.Value, depth+1) {
+			return true
+		}
+	}
+	return s.Items != nil && hasDefaultedProperty(s.Items.Value, depth+1)
+}
+
+// refuseNullDefaults reads the request's JSON body (and puts it back) and
+// refuses every explicit null given to a property of schema that has a
+// default and is not nullable.
+func refuseNullDefaults(c echo.Context, schema *openapi3.Schema) error {
+	r := c.Request()
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); r.Body == nil || mt != "application/json" {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err // the body limit's 413
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil // not JSON: the validator says so
+	}
+	fe := apperr.FieldErrors{}
+	nullDefaults(schema, v, nil, fe, 0)
+	if len(fe) == 0 {
+		return nil
+	}
+	return (&validationError{fields: fe, structural: true}).asError(c)
+}
+
+func nullDefaults(s *openapi3.Schema, v any, path []string, fe apperr.FieldErrors, depth int) {
+	if s == nil || depth > 8 {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for name, p := range s.Properties {
+			pv, present := v[name]
+			if !present || p == nil || p.Value == nil {
+				continue
+			}
+			at := append(slices.Clone(path), name)
+			if pv == nil && p.Value.Default != nil && !p.Value.Nullable {
+				fe.Add(fieldPath(at), "must not be null")
+				continue
+			}
+			nullDefaults(p.Value, pv, at, fe, depth+1)
+		}
+	case []any:
+		if s.Items == nil {
+			return
+		}
+		for i, item := range v {
+			nullDefaults(s.Items.Value, item, append(slices.Clone(path), strconv.Itoa(i)), fe, depth+1)
+		}
+	}
 }

@@ -28,7 +28,7 @@ func TestWebhookTestEvent(t *testing.T) {
 			env := deliveringEnv(t, d, rcv)
 
 			f := newActFixture(t, env, "acme")
-			tok := f.Token(f.member, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)
+			tok := f.Token(f.member, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite, auth.ScopeActsRead)
 			var wh models.WebhookWithSecret
 			f.Do("POST", "/api/1.0/webhooks", tok, map[string]any{"event": outbox.ActFetchData, "target": rcv.URL + "/events/test"}).
 				Status(t, http.StatusCreated).Decode(t, &wh)
@@ -51,7 +51,7 @@ func TestWebhookTestEvent(t *testing.T) {
 			if err := json.Unmarshal(ev.Body, &delivered); err != nil {
 				t.Fatal(err)
 			}
-			f.Do("GET", "/api/1.0/events/"+ev.ID, f.Token(f.member, auth.ScopeEventsRead), nil).Status(t, http.StatusOK).Decode(t, &got)
+			f.Do("GET", "/api/1.0/events/"+ev.ID, f.Token(f.member, auth.ScopeEventsRead, auth.ScopeWebhooksRead), nil).Status(t, http.StatusOK).Decode(t, &got)
 			if !reflect.DeepEqual(delivered, got) {
 				t.Fatalf("GET /events/%s = %v; delivered %v", ev.ID, got, delivered)
 			}

@@ -39,7 +39,7 @@ func newWebhookEnv(t *testing.T, env *apitest.Env, slug string) *webhookEnv {
 	te := env.Tenant(slug)
 	m := te.User(auth.RoleMember)
 	return &webhookEnv{TenantEnv: te, member: m, viewer: te.User(auth.RoleViewer),
-		tok: te.Token(m, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)}
+		tok: te.Token(m, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite, auth.ScopeActsRead, auth.ScopeClientsRead)}
 }
 
 func (w *webhookEnv) create(t *testing.T, event, target string) models.WebhookWithSecret {
@@ -206,7 +206,7 @@ func TestWebhookPermissions(t *testing.T) {
 		path := fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id)
 		body := map[string]any{"event": "act.created", "target": "https://x.example.com/"}
 
-		viewer := acme.Token(acme.viewer, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite)
+		viewer := acme.Token(acme.viewer, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite, auth.ScopeActsRead, auth.ScopeClientsRead)
 		acme.Do("GET", path, viewer, nil).Status(t, 200)
 		acme.Do("GET", "/api/1.0/webhooks", viewer, nil).Status(t, 200)
 		acme.Do("POST", "/api/1.0/webhooks", viewer, body).Status(t, 403)
@@ -365,7 +365,7 @@ func TestDeliveryLogAndRedeliver(t *testing.T) {
 func TestWebhookOwnership(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
 		acme := newWebhookEnv(t, env, "acme")
-		all := []string{auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite}
+		all := []string{auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite, auth.ScopeActsRead, auth.ScopeClientsRead}
 		adminID := acme.User(auth.RoleAdmin)
 		admin := acme.Token(adminID, all...)
 		var adminWH models.WebhookWithSecret

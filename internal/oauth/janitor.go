@@ -65,7 +65,7 @@ func (j *Janitor) RunOnce(ctx context.Context) (store.PurgeStats, error) {
 	}
 	if st.Total() > 0 {
 		j.log.Info("oauth janitor: purged expired state", "codes", st.Codes, "pkce", st.PKCE,
-			"access_tokens", st.AccessTokens, "refresh_tokens", st.RefreshTokens, "sessions", st.Sessions)
+			"access_tokens", st.AccessTokens, "refresh_tokens", st.RefreshTokens, "sessions", st.Sessions, "flashes", st.Flashes)
 	}
 	return st, nil
 }

@@ -245,11 +245,11 @@ func (s *Service) handleLoginPage(c echo.Context) error {
 
 func (s *Service) handleLogin(c echo.Context) error {
 	ctx := c.Request().Context()
-	next := safeNextOr(c.FormValue("next"), "")
+	next := safeNextOr(c.Request().PostFormValue("next"), "")
 	if !s.checkCSRF(c, "login", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
 	}
-	email := c.FormValue("email")
+	email := c.Request().PostFormValue("email")
 	if bad := textinput.BadValues(c.Request().PostForm); len(bad) > 0 {
 		// Refused before the user lookup, which PostgreSQL would fail on.
 		if !textinput.Valid(email) {
@@ -278,7 +278,7 @@ func (s *Service) handleLogin(c echo.Context) error {
 	// The slot is given back even if the check panics.
 	failed, succeeded := false, false
 	defer func() { done(failed, succeeded) }()
-	u, err := s.users.Authenticate(ctx, email, c.FormValue("password"))
+	u, err := s.users.Authenticate(ctx, email, c.Request().PostFormValue("password"))
 	failed, succeeded = apperr.Is(err, apperr.Unauthenticated), err == nil
 	if apperr.Is(err, apperr.Unauthenticated) {
 		return s.render(c, http.StatusUnauthorized, "login", &page{
@@ -401,7 +401,10 @@ func (s *Service) handleCreateApp(c echo.Context) error {
 	if !s.checkCSRF(c, "developer", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
-	form, _ := c.FormParams()
+	// The body's fields only: a value in the URL would land in logs and
+	// the browser's history.
+	_ = c.Request().ParseForm()
+	form := c.Request().PostForm
 	name := form.Get("name")
 	uris := strings.Split(strings.ReplaceAll(form.Get("redirect_uris"), "\r", ""), "\n")
 	if len(form["scopes"]) == 0 {
@@ -441,7 +444,7 @@ func (s *Service) handleRotateApp(c echo.Context) error {
 	if err != nil {
 		return s.appsPage(c, u, http.StatusNotFound, "App not found.", nil)
 	}
-	overlap, err := ParseOverlap(c.FormValue("overlap"))
+	overlap, err := ParseOverlap(c.Request().PostFormValue("overlap"))
 	if err != nil {
 		return s.appsPage(c, u, http.StatusBadRequest, describe(err), nil)
 	}

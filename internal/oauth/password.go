@@ -77,12 +77,12 @@ func (s *Service) handleChangePassword(c echo.Context) error {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site. Go back, reload the page and try again.")
 	}
 	ctx := c.Request().Context()
-	next := safeNextOr(c.FormValue("next"), "")
+	next := safeNextOr(c.Request().PostFormValue("next"), "")
 	if bad := textinput.BadValues(c.Request().PostForm); len(bad) > 0 {
 		return s.renderPassword(c, u, http.StatusBadRequest, "A field "+textinput.Message+".", next, "")
 	}
-	current, password := c.FormValue("current_password"), c.FormValue("password")
-	if password != c.FormValue("password_confirm") {
+	current, password := c.Request().PostFormValue("current_password"), c.Request().PostFormValue("password")
+	if password != c.Request().PostFormValue("password_confirm") {
 		return s.renderPassword(c, u, http.StatusBadRequest, "The two new passwords differ; type the same one twice.", next, "")
 	}
 	// Guessing the current password here is throttled like the sign-in.

@@ -153,3 +153,42 @@ func TestOneTimePasswordRace(t *testing.T) {
 		}
 	})
 }
+
+// The forced change after a sign-in with a one-time password refuses the
+// one-time password itself (it would keep working forever), as the
+// ordinary change refuses the current password; and the spent password
+// still signs no one in while the user has not chosen.
+func TestForcedChangeRefusesTheOneTimePassword(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		ctx, _ := testdb.NewTenant(t, d, "acme")
+		s := users.NewStore(d, cheap)
+		u, otp, err := s.CreateWithPassword(ctx, "ola@acme.example.com", "Ola", "member", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := users.CheckPassword(otp, u.Email, nil); msg != "" {
+			t.Fatalf("the generated password fails the policy (%s), so this test proves nothing", msg)
+		}
+		if got, err := s.Authenticate(ctx, u.Email, otp); err != nil || !got.PasswordChangeRequired {
+			t.Fatalf("sign-in with the one-time password = %+v, %v", got, err)
+		}
+		if _, err := s.Authenticate(ctx, u.Email, otp); !apperr.Is(err, apperr.Unauthenticated) {
+			t.Fatalf("the spent one-time password signs in again: %v", err)
+		}
+		if err := s.ChangePassword(ctx, u.ID, "", otp); fieldMsg(err, "password") == "" {
+			t.Fatalf("the one-time password was chosen as the new one: %v", err)
+		}
+		if _, err := s.Authenticate(ctx, u.Email, otp); !apperr.Is(err, apperr.Unauthenticated) {
+			t.Fatalf("after the refusal the one-time password signs in: %v", err)
+		}
+		if err := s.VerifyPassword(ctx, u.ID, otp); err == nil {
+			t.Fatal("the spent one-time password passes a password check")
+		}
+		if err := s.ChangePassword(ctx, u.ID, "", "cantaloupe in a red wheelbarrow"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(ctx, u.Email, otp); !apperr.Is(err, apperr.Unauthenticated) {
+			t.Fatalf("after choosing, the one-time password signs in: %v", err)
+		}
+	})
+}

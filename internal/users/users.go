@@ -128,10 +128,19 @@ const oneTimePasswordLen = 20
 // sign-in) after it was made.
 const OneTimePasswordTTL = 72 * time.Hour
 
-// noPassword is the hash of an account without a usable password: after
-// its one-time password was used and before the user chose one. No
-// password verifies against it.
+// noPassword marks the hash of an account without a usable password:
+// after its one-time password was used and before the user chose one. No
+// password verifies against a hash that starts with it. After a sign-in
+// with a one-time password the mark is followed by that password's hash
+// (spentOneTime), so that choosing the spent password itself is refused.
 const noPassword = "!"
+
+// unusable reports whether hash verifies no password.
+func unusable(hash string) bool { return strings.HasPrefix(hash, noPassword) }
+
+// spentOneTime is the hash of the one-time password u signed in with, kept
+// until u chooses a password ("" when none is kept).
+func spentOneTime(u *User) string { return strings.TrimPrefix(u.PasswordHash, noPassword) }
 
 // CreateWithPassword is Create for the API, the console and the CLI: when
 // password is empty a one-time password is generated and returned (once;
@@ -541,7 +550,7 @@ func (s *Store) authenticate(ctx context.Context, email, password string) (*User
 	if err != nil {
 		return nil, err
 	}
-	if u.PasswordHash == noPassword {
+	if unusable(u.PasswordHash) {
 		s.hasher.verify(s.hasher.dummy(), password)
 		return nil, fail
 	}
@@ -577,15 +586,16 @@ func (s *Store) useOneTimePassword(ctx context.Context, u *User, fail error) (*U
 	if !now.Before(*u.PasswordExpiresAt) {
 		return nil, fail
 	}
+	spent := noPassword + u.PasswordHash
 	res := tenant.Scope(ctx, s.db.DB).Model(&User{}).Where("id = ? AND password_hash = ?", u.ID, u.PasswordHash).
-		Updates(map[string]any{"password_hash": noPassword, "password_expires_at": nil, "password_change_required": true, "updated_at": now})
+		Updates(map[string]any{"password_hash": spent, "password_expires_at": nil, "password_change_required": true, "updated_at": now})
 	if res.Error != nil {
 		return nil, fmt.Errorf("users.Authenticate(user %d): use the one-time password: %w", u.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return nil, fail
 	}
-	u.PasswordHash, u.PasswordExpiresAt, u.PasswordChangeRequired = noPassword, nil, true
+	u.PasswordHash, u.PasswordExpiresAt, u.PasswordChangeRequired = spent, nil, true
 	return u, nil
 }
 
@@ -658,6 +668,16 @@ func (s *Store) ChangePassword(ctx context.Context, id int64, current, password 
 		} else if current == password {
 			fe.Add("password", "must differ from your current password")
 		}
+	} else if spent := spentOneTime(u); spent != "" && utf8.RuneCountInString(password) <= MaxPasswordLen {
+		// The one-time password was shown to whoever handed it over: kept,
+		// it would work forever.
+		same, _, err := s.hasher.verify(spent, password)
+		if err != nil {
+			return err
+		}
+		if same {
+			fe.Add("password", "must differ from your one-time password")
+		}
 	}
 	if err := s.checkPassword(ctx, fe, password, u.Email); err != nil {
 		return err
@@ -672,7 +692,7 @@ func (s *Store) ChangePassword(ctx context.Context, id int64, current, password 
 // of sign-in: the hasher, the length bound; a user without a password
 // matches none).
 func (s *Store) matches(u *User, password string) (bool, error) {
-	if u.PasswordHash == noPassword || utf8.RuneCountInString(password) > MaxPasswordLen {
+	if unusable(u.PasswordHash) || utf8.RuneCountInString(password) > MaxPasswordLen {
 		return false, nil
 	}
 	ok, _, err := s.hasher.verify(u.PasswordHash, password)

@@ -61,7 +61,7 @@ func (cs *Console) revealSecret(r *req) error {
 	if err != nil {
 		return err
 	}
-	password := r.FormValue("password")
+	password := r.Request().PostFormValue("password")
 	got, err := cs.d.Webhooks.Reveal(r.Request().Context(), r.p, w.ID, func(context.Context) error {
 		return cs.d.Sessions.ConfirmPassword(r.Context, r.user, password)
 	})

@@ -60,8 +60,8 @@ func (cs *Console) createUser(r *req) error {
 	if err := cs.permitOr403(r, "createUser"); err != nil {
 		return err
 	}
-	email, name, role := r.FormValue("email"), r.FormValue("name"), r.FormValue("role")
-	u, generated, err := cs.d.Users.CreateWithPassword(r.Request().Context(), email, name, role, r.FormValue("password"))
+	email, name, role := r.Request().PostFormValue("email"), r.Request().PostFormValue("name"), r.Request().PostFormValue("role")
+	u, generated, err := cs.d.Users.CreateWithPassword(r.Request().Context(), email, name, role, r.Request().PostFormValue("password"))
 	if err != nil {
 		return cs.usersRefused(r, err, &usersPage{Email: email, Name: name, Role: role})
 	}
@@ -81,7 +81,7 @@ func (cs *Console) changeRole(r *req) error {
 	if err != nil {
 		return err
 	}
-	role := r.FormValue("role")
+	role := r.Request().PostFormValue("role")
 	u, err := cs.d.Users.Update(r.Request().Context(), id, nil, &role)
 	if err != nil {
 		return cs.usersRefused(r, err, &usersPage{Role: "member"})

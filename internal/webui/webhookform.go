@@ -104,7 +104,7 @@ func (cs *Console) createWebhook(r *req) error {
 	if err := cs.permitOr403(r, "createWebhook"); err != nil {
 		return err
 	}
-	event, target := r.FormValue("event"), r.FormValue("target")
+	event, target := r.Request().PostFormValue("event"), r.Request().PostFormValue("target")
 	w, secret, err := cs.d.Webhooks.Create(r.Request().Context(), r.p, event, target)
 	if apperr.Is(err, apperr.Invalid) {
 		return cs.newWebhookView(r, "The webhook was not created: correct the fields marked below.",
@@ -127,7 +127,7 @@ func (cs *Console) changeTarget(r *req) error {
 	if err := cs.permitOr403(r, "updateWebhook"); err != nil {
 		return err
 	}
-	event, target := r.FormValue("event"), r.FormValue("target")
+	event, target := r.Request().PostFormValue("event"), r.Request().PostFormValue("target")
 	ch := registry.Patch{Target: &target}
 	if event != "" { // a form without the field keeps the event
 		ch.Event = &event
@@ -165,7 +165,7 @@ func (cs *Console) replayFailed(r *req) error {
 	var window time.Duration
 	label := ""
 	for _, w := range replayWindows {
-		if w.Value == r.FormValue("since") {
+		if w.Value == r.Request().PostFormValue("since") {
 			window, label = w.D, w.Label
 		}
 	}

@@ -174,7 +174,7 @@ func (cs *Console) testWebhook(r *req) error {
 	}
 	// The chosen type's example from the catalog; webhook.test (the
 	// default, also when none is chosen) sends the standard message.
-	kind := r.FormValue("event")
+	kind := r.Request().PostFormValue("event")
 	if kind == "" {
 		kind = outbox.WebhookTest
 	}
@@ -197,7 +197,7 @@ func (cs *Console) rotateWebhook(r *req) error {
 	// rotates with the default; an unknown value is refused by the
 	// registry.
 	overlap := registry.DefaultRotationOverlap
-	if v := r.FormValue("overlap"); v != "" {
+	if v := r.Request().PostFormValue("overlap"); v != "" {
 		c, ok := overlapChoiceOf(v)
 		if !ok {
 			return cs.webhookView(r, "Choose how long the previous secret keeps signing: now, 24 hours or 7 days.")

@@ -32,6 +32,7 @@ import (
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/page"
 	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/textinput"
 	"github.com/finsvc/finsvc/internal/users"
 	"github.com/finsvc/finsvc/internal/web"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
@@ -185,6 +186,9 @@ func (cs *Console) handle(h handler) echo.HandlerFunc {
 			}
 			return c.Redirect(http.StatusFound, web.PasswordPath+"?next="+url.QueryEscape(next))
 		}
+		if field, ok := badText(c); !ok {
+			return cs.errorPage(c, u, http.StatusBadRequest, "Bad request", "The field "+field+" "+textinput.Message+".")
+		}
 		r := &req{Context: c, user: u, p: &auth.Principal{TenantID: tenant.ID(c.Request().Context()), UserID: u.ID, Role: u.Role}, pol: cs.d.Policy}
 		// The stores see who acts (the audit log), as behind a bearer token.
 		c.SetRequest(c.Request().WithContext(auth.NewContext(c.Request().Context(), r.p)))
@@ -193,6 +197,24 @@ func (cs *Console) handle(h handler) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// badText checks the request's query parameters and form fields against
+// the rule every text input obeys (textinput), as the API's validator
+// does, before a page hands one to a store: PostgreSQL refuses NUL and
+// invalid UTF-8 where SQLite stores them, so both answer the same 400. It
+// returns the first refused field's name, quoted, and false.
+func badText(c echo.Context) (string, bool) {
+	bad := textinput.BadValues(c.QueryParams())
+	if c.Request().Method == http.MethodPost {
+		if form, err := c.FormParams(); err == nil {
+			bad = append(bad, textinput.BadValues(form)...)
+		}
+	}
+	if len(bad) == 0 {
+		return "", true
+	}
+	return strconv.Quote(bad[0]), false
 }
 
 // formPage is the console page a form was posted from (its Referer on

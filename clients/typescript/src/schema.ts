@@ -558,6 +558,11 @@ export interface paths {
          *     records the user and the app that created it; it is eligible for an
          *     act's events while it is active, its target is HTTPS, and its user
          *     still has access to the act.
+         *
+         *     The token must also hold the read scope of the object the event
+         *     carries (`DeliveryEventKind`'s `x-finsvc-read-scope`: `clients:read`
+         *     for `client.*`, `acts:read` for `act.*` and `fetch_request.*`);
+         *     without it the answer is 403 and nothing is registered.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -592,7 +597,7 @@ export interface paths {
         head?: never;
         /**
          * Update a webhook registration
-         * @description Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed.
+         * @description Changes the event, the target, or (re)activates or deactivates the registration. A new event applies to events emitted after the change; deliveries already queued are not touched. An event that is not a subscribable kind is a 400 naming `event`, and nothing is changed; a new event whose object's read scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks is a 403, and nothing is changed.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -719,6 +724,11 @@ export interface paths {
          *
          *     A `webhook.test` event is listed only to callers who may see its registration (admins and viewers see all,
          *     a member only the registrations they created); every other event is listed to every caller with the scope.
+         *
+         *     An event is listed only when the token also holds the read scope of the object it carries, as
+         *     `DeliveryEventKind`'s `x-finsvc-read-scope` declares (`client.*` needs `clients:read`; `act.*` and
+         *     `fetch_request.*` need `acts:read`; `webhook.test` needs `webhooks:read`). Events of other kinds are left out
+         *     as if they did not exist.
          */
         get: operations["listEvents"];
         put?: never;
@@ -743,7 +753,8 @@ export interface paths {
          * Get an event
          * @description One event as the envelope a webhook delivery carries (same `id`, `event`, `occurred_at` and `data`), for the
          *     server's retention (`FINSVC_EVENT_RETENTION`, 30 days by default). Another tenant's event, a purged one and a
-         *     `webhook.test` event of a registration the caller may not see are 404.
+         *     `webhook.test` event of a registration the caller may not see are 404, and so is an event whose object's read
+         *     scope (`DeliveryEventKind`'s `x-finsvc-read-scope`) the token lacks.
          */
         get: operations["getEvent"];
         put?: never;
@@ -1175,6 +1186,11 @@ export interface components {
              *     `POST /api/1.0/users/{user_id}/one-time-password` issues a new one.
              */
             one_time_password: string | null;
+            /**
+             * Format: date-time
+             * @description When the generated one-time password stops working if unused (72 hours after it was issued), as `OneTimePassword.expires_at`; absent or null when the request set a password.
+             */
+            expires_at?: string | null;
         };
         /** @description A one-time password an admin issued for a user. */
         OneTimePassword: {
@@ -2997,7 +3013,7 @@ export interface components {
         Sunset: string;
         /** @description With `Deprecation`, the changelog entry that says what replaces the deprecated operation or property (`rel="deprecation"`, RFC 9745). */
         DeprecationLink: string;
-        /** @description `no-store` (RFC 6749, section 5.1): tokens and OAuth errors are never cached. */
+        /** @description `no-store` (RFC 6749, section 5.1): tokens and OAuth errors are never cached; nor is any other response that carries a secret (a webhook's signing secret, a one-time password) or the audit log. An operation that declares it sends it on every response, errors included. */
         CacheControlNoStore: "no-store";
         /** @description `no-cache`, for HTTP/1.0 caches (RFC 6749, section 5.1). Sent by the token endpoint. */
         PragmaNoCache: "no-cache";
@@ -3126,6 +3142,7 @@ export interface operations {
             /** @description The new user, with the generated password when none was given. */
             201: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
@@ -3299,6 +3316,7 @@ export interface operations {
             /** @description The new one-time password. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
@@ -4654,6 +4672,7 @@ export interface operations {
             /** @description The new registration, with its secret. */
             201: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
@@ -4831,6 +4850,7 @@ export interface operations {
             /** @description The registration with its new secret. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Original-Request": components["headers"]["OriginalRequest"];
                     request_id: components["headers"]["RequestId"];
@@ -5128,6 +5148,7 @@ export interface operations {
             /** @description A page of audit records. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -5173,6 +5194,7 @@ export interface operations {
             /** @description The records, one JSON object (an `AuditRecord`) per line. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["CacheControlNoStore"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

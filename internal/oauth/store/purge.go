@@ -32,12 +32,12 @@ type PurgePolicy struct {
 
 // PurgeStats counts the rows Purge deleted.
 type PurgeStats struct {
-	Codes, PKCE, AccessTokens, RefreshTokens, Sessions int64
+	Codes, PKCE, AccessTokens, RefreshTokens, Sessions, Flashes int64
 }
 
 // Total is the number of rows deleted.
 func (s PurgeStats) Total() int64 {
-	return s.Codes + s.PKCE + s.AccessTokens + s.RefreshTokens + s.Sessions
+	return s.Codes + s.PKCE + s.AccessTokens + s.RefreshTokens + s.Sessions + s.Flashes
 }
 
 // purgeTarget is one table and the condition of its dead rows.
@@ -60,7 +60,8 @@ type purgeTarget struct {
 //     rows only come from elsewhere);
 //   - refresh tokens: active ones once expired; inactive ones Grace after
 //     expiry (reuse detection);
-//   - browser sessions once expired.
+//   - browser sessions once expired, and the nonces of flashes never
+//     taken once expired.
 //
 // Each table is emptied in batches of at most p.Batch rows, each its own
 // statement and transaction. On PostgreSQL the batch is picked with FOR
@@ -84,6 +85,7 @@ func (s *Store) Purge(ctx context.Context, p PurgePolicy) (PurgeStats, error) {
 		{tableAccess, "signature", "expires_at < @now OR (active = @f AND requested_at < @cutoff)", &st.AccessTokens},
 		{tableRefresh, "signature", "(active = @t AND expires_at < @now) OR (active = @f AND expires_at < @cutoff)", &st.RefreshTokens},
 		{"web_sessions", "id_hash", "expires_at < @now", &st.Sessions},
+		{"flash_nonces", "nonce", "expires_at < @now", &st.Flashes},
 	}
 	lock := ""
 	if s.db.Dialect == db.Postgres {

@@ -37,7 +37,10 @@ type EventFilter struct {
 	// OnlyUser, when not nil, hides the events restricted to another user
 	// (a webhook.test event of someone else's registration).
 	OnlyUser *int64
-	Limit    int
+	// Kinds, when not nil, keeps only the events of these kinds (the ones
+	// whose object the caller may read; empty: none).
+	Kinds []string
+	Limit int
 }
 
 type storedRow struct {
@@ -52,20 +55,28 @@ func (r storedRow) stored() Stored {
 	return Stored{ID: r.ID, Kind: r.Kind, OccurredAt: r.OccurredAt.UTC(), Payload: json.RawMessage(r.Payload), Seq: r.Seq}
 }
 
-// visibleEvents scopes q to the tenant's numbered events f.OnlyUser may see.
-func visibleEvents(ctx context.Context, q *gorm.DB, onlyUser *int64) *gorm.DB {
+// visibleEvents scopes q to the tenant's numbered events onlyUser may see,
+// of kinds when it is not nil.
+func visibleEvents(ctx context.Context, q *gorm.DB, onlyUser *int64, kinds []string) *gorm.DB {
 	q = tenant.Scope(ctx, q.Table("events")).Where("seq IS NOT NULL")
 	if onlyUser != nil {
 		q = q.Where("(owner_user_id IS NULL OR owner_user_id = ?)", *onlyUser)
+	}
+	if kinds != nil {
+		if len(kinds) == 0 {
+			return q.Where("1 = 0")
+		}
+		q = q.Where("kind IN ?", kinds)
 	}
 	return q
 }
 
 // GetEvent returns one of the tenant's events; another tenant's, a purged
-// one or one hidden from onlyUser is NotFound.
-func GetEvent(ctx context.Context, tx *gorm.DB, id uuid.UUID, onlyUser *int64) (*Stored, error) {
+// one, one hidden from onlyUser or (kinds not nil) one of another kind is
+// NotFound.
+func GetEvent(ctx context.Context, tx *gorm.DB, id uuid.UUID, onlyUser *int64, kinds []string) (*Stored, error) {
 	var r storedRow
-	err := visibleEvents(ctx, tx.WithContext(ctx), onlyUser).
+	err := visibleEvents(ctx, tx.WithContext(ctx), onlyUser, kinds).
 		Select("id, kind, occurred_at, payload, seq").Where("id = ?", id.String()).Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apperr.Ef(apperr.NotFound, "event %s not found", id)
@@ -91,7 +102,7 @@ func ListEvents(ctx context.Context, tx *gorm.DB, f EventFilter) (_ []Stored, mo
 	if f.Limit < 1 {
 		f.Limit = 25
 	}
-	q := visibleEvents(ctx, tx.WithContext(ctx), f.OnlyUser).Select("id, kind, occurred_at, payload, seq")
+	q := visibleEvents(ctx, tx.WithContext(ctx), f.OnlyUser, f.Kinds).Select("id, kind, occurred_at, payload, seq")
 	if f.Kind != "" {
 		q = q.Where("kind = ?", f.Kind)
 	}
@@ -105,7 +116,7 @@ func ListEvents(ctx context.Context, tx *gorm.DB, f EventFilter) (_ []Stored, mo
 		if c.id == nil {
 			continue
 		}
-		cur, err := GetEvent(ctx, tx, *c.id, f.OnlyUser)
+		cur, err := GetEvent(ctx, tx, *c.id, f.OnlyUser, f.Kinds)
 		if apperr.Is(err, apperr.NotFound) {
 			return nil, false, apperr.Ef(apperr.Invalid, "No event %s to page from: it does not exist or is past the retention.", *c.id).
 				WithField(c.param, "unknown event id")

@@ -48,6 +48,7 @@ func TestListEventsPlan(t *testing.T) {
 	member := f.userID
 	for _, fl := range []outbox.EventFilter{
 		{}, {Kind: outbox.ActCreated}, {After: &cursor}, {Before: &cursor, Kind: outbox.ActFetchData}, {OnlyUser: &member, Limit: 100},
+		{Kinds: []string{outbox.ActCreated, outbox.ActFetchData}}, {After: &cursor, Kinds: []string{outbox.ActCreated, outbox.WebhookTest}},
 	} {
 		sqls = sqls[:0]
 		if _, _, err := outbox.ListEvents(f.ctx, d.DB, fl); err != nil {

@@ -134,7 +134,7 @@ func TestExampleEventsAreNotListed(t *testing.T) {
 		if err := d.Table("deliveries").Select("event_id").Where("id = ?", example).Scan(&exampleEvent).Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := outbox.GetEvent(f.ctx, d.DB, uuid.MustParse(exampleEvent), nil); !apperr.Is(err, apperr.NotFound) {
+		if _, err := outbox.GetEvent(f.ctx, d.DB, uuid.MustParse(exampleEvent), nil, nil); !apperr.Is(err, apperr.NotFound) {
 			t.Fatalf("GET /events/{id} of the example: %v, want NotFound", err)
 		}
 	})

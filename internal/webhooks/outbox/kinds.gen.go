@@ -23,3 +23,20 @@ var Kinds = []string{"act.fetch_data", "act.created", "act.duplicated", "client.
 
 // SentOnly lists the kinds sent to one registration on request, which no registration subscribes to.
 var SentOnly = []string{"webhook.test"}
+
+// ReadScope names, for every kind, the read scope of the object its events carry (DeliveryEventKind's x-finsvc-read-scope):
+// a token reads an event, or subscribes to its kind, only when it also holds this scope.
+var ReadScope = map[string]string{
+	"act.fetch_data":          "acts:read",
+	"act.created":             "acts:read",
+	"act.duplicated":          "acts:read",
+	"client.created":          "clients:read",
+	"client.updated":          "clients:read",
+	"client.deleted":          "clients:read",
+	"act.updated":             "acts:read",
+	"act.finalized":           "acts:read",
+	"act.deleted":             "acts:read",
+	"act.data_updated":        "acts:read",
+	"fetch_request.completed": "acts:read",
+	"webhook.test":            "webhooks:read",
+}

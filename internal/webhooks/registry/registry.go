@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -216,6 +217,8 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 	fe := apperr.FieldErrors{}
 	if msg := checkEvent(event); msg != "" {
 		fe.Add("event", msg)
+	} else if err := mayReadKind(p, event); err != nil {
+		return nil, "", err
 	}
 	target, msg := s.checkTarget(ctx, target)
 	if msg != "" {
@@ -376,6 +379,8 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patc
 	if event != nil {
 		if msg := checkEvent(*event); msg != "" {
 			fe.Add("event", msg)
+		} else if err := mayReadKind(p, *event); err != nil {
+			return nil, err
 		}
 	}
 	if target != nil {
@@ -750,12 +755,14 @@ func (s *Store) queue(ctx context.Context, p *auth.Principal, op string, webhook
 // Events returns a page of the tenant's events p may see (outbox.ListEvents):
 // a webhook.test event is listed only to those who may see its
 // registration, the same rule as the registrations' own (a member sees the
-// registrations they created).
+// registrations they created), and an event only to a token that may read
+// the object it carries (readableKinds).
 func (s *Store) Events(ctx context.Context, p *auth.Principal, f outbox.EventFilter) (_ []outbox.Stored, more bool, err error) {
 	defer apperr.Wrap(&err, "registry.Events")
 	if uid, only := ownOnly(p); only {
 		f.OnlyUser = &uid
 	}
+	f.Kinds = readableKinds(p)
 	return outbox.ListEvents(ctx, s.db.DB, f)
 }
 
@@ -767,7 +774,51 @@ func (s *Store) Event(ctx context.Context, p *auth.Principal, id uuid.UUID) (_ *
 	if uid, o := ownOnly(p); o {
 		only = &uid
 	}
-	return outbox.GetEvent(ctx, s.db.DB, id, only)
+	return outbox.GetEvent(ctx, s.db.DB, id, only, readableKinds(p))
+}
+
+// Scopes bound what events reveal: an event carries its object (a client,
+// an act), so a token reads it, or subscribes a registration to its kind,
+// only when it also holds the read scope of that object, the spec's table
+// (outbox.ReadScope, derived from DeliveryEventKind's x-finsvc-read-scope).
+// A signed-in user in the console acts with their role and no app's scopes
+// (no ClientID): every role reads, so the table does not narrow them.
+
+// readableKinds returns the kinds whose events p's token may read, or nil
+// when the scopes narrow nothing.
+func readableKinds(p *auth.Principal) []string {
+	if p == nil {
+		return []string{}
+	}
+	if p.ClientID == "" {
+		return nil
+	}
+	kinds := []string{}
+	for _, k := range slices.Sorted(maps.Keys(outbox.ReadScope)) {
+		if p.HasScope(outbox.ReadScope[k]) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == len(outbox.ReadScope) {
+		return nil
+	}
+	return kinds
+}
+
+// mayReadKind refuses a registration for kind to a token without the read
+// scope of kind's object.
+func mayReadKind(p *auth.Principal, kind string) error {
+	if p == nil {
+		return apperr.E(apperr.Unauthenticated, "authentication required")
+	}
+	sc, ok := outbox.ReadScope[kind]
+	if !ok {
+		return apperr.Ef(apperr.Forbidden, "no read scope is declared for %s events", kind)
+	}
+	if p.ClientID != "" && !p.HasScope(sc) {
+		return apperr.Ef(apperr.Forbidden, "token lacks the %s scope that %s events need", sc, kind)
+	}
+	return nil
 }
 
 // DeliveryDetail is one delivery with its event's payload and every

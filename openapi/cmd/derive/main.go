@@ -6,7 +6,9 @@
 //     auth package's Scope constants and AllScopes;
 //   - kinds: the event kinds, as the outbox's constants, Kinds (the
 //     EventKind enum: what a registration may subscribe to) and the kinds
-//     only sent on request (DeliveryEventKind's others, webhook.test).
+//     only sent on request (DeliveryEventKind's others, webhook.test), and
+//     ReadScope (DeliveryEventKind's x-finsvc-read-scope: the read scope of
+//     the object each kind's events carry).
 //
 // It reads the YAML itself (not through kin-openapi) to keep the spec's
 // order, which is the order the pages show. `go generate ./...` runs it;
@@ -171,6 +173,10 @@ func kinds(root *yaml.Node, pkg string) ([]byte, error) {
 			return nil, fmt.Errorf("%s is in EventKind but not in DeliveryEventKind", k)
 		}
 	}
+	readScope, err := readScopes(root, all)
+	if err != nil {
+		return nil, err
+	}
 	b := header(pkg)
 	b.WriteString("// Event kinds: the spec's DeliveryEventKind enum (each described by a callback on createWebhook).\nconst (\n")
 	for _, k := range all {
@@ -179,6 +185,41 @@ func kinds(root *yaml.Node, pkg string) ([]byte, error) {
 	b.WriteString(")\n\n// Kinds lists every event kind a registration may subscribe to (the spec's EventKind enum), in the spec's order.\n")
 	fmt.Fprintf(b, "var Kinds = []string{%s}\n\n", quoted(sub))
 	b.WriteString("// SentOnly lists the kinds sent to one registration on request, which no registration subscribes to.\n")
-	fmt.Fprintf(b, "var SentOnly = []string{%s}\n", quoted(sentOnly))
+	fmt.Fprintf(b, "var SentOnly = []string{%s}\n\n", quoted(sentOnly))
+	b.WriteString("// ReadScope names, for every kind, the read scope of the object its events carry (DeliveryEventKind's x-finsvc-read-scope):\n// a token reads an event, or subscribes to its kind, only when it also holds this scope.\nvar ReadScope = map[string]string{\n")
+	for _, k := range all {
+		fmt.Fprintf(b, "\t%q: %q,\n", k, readScope[k])
+	}
+	b.WriteString("}\n")
 	return format.Source(b.Bytes())
+}
+
+// readScopes reads DeliveryEventKind's x-finsvc-read-scope: exactly one
+// declared scope for each kind of all, and no other kind.
+func readScopes(root *yaml.Node, all []string) (map[string]string, error) {
+	m := lookup(root, "components", "schemas", "DeliveryEventKind", "x-finsvc-read-scope")
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("DeliveryEventKind has no x-finsvc-read-scope mapping")
+	}
+	declared := lookup(root, "components", "securitySchemes", "oauth2", "flows", "authorizationCode", "scopes")
+	out := map[string]string{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, sc := m.Content[i].Value, m.Content[i+1].Value
+		if !slices.Contains(all, k) {
+			return nil, fmt.Errorf("x-finsvc-read-scope: %q is not a DeliveryEventKind", k)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("x-finsvc-read-scope: %q is given twice", k)
+		}
+		if lookup(declared, sc) == nil {
+			return nil, fmt.Errorf("x-finsvc-read-scope: %s: %q is not a scope of the oauth2 scheme", k, sc)
+		}
+		out[k] = sc
+	}
+	for _, k := range all {
+		if out[k] == "" {
+			return nil, fmt.Errorf("x-finsvc-read-scope names no scope for %s", k)
+		}
+	}
+	return out, nil
 }

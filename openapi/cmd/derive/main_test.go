@@ -39,7 +39,10 @@ func TestCommittedTablesAreFresh(t *testing.T) {
 // SentOnly); a kind in EventKind but not DeliveryEventKind is refused; a
 // scope added to the scheme becomes a constant in the spec's order.
 func TestTablesFollowTheSpec(t *testing.T) {
-	doc := func(eventKinds, deliveryKinds, scopes string) *yaml.Node {
+	doc := func(eventKinds, deliveryKinds, scopes string, readScope ...string) *yaml.Node {
+		if readScope == nil {
+			readScope = []string{"act.created: acts:read", "invoice.created: invoices:read", "webhook.test: acts:read"}
+		}
 		src := `components:
   securitySchemes:
     oauth2:
@@ -52,6 +55,8 @@ func TestTablesFollowTheSpec(t *testing.T) {
       enum: [` + eventKinds + `]
     DeliveryEventKind:
       enum: [` + deliveryKinds + `]
+      x-finsvc-read-scope:
+        ` + strings.Join(readScope, "\n        ") + `
 `
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(src), &n); err != nil {
@@ -65,7 +70,7 @@ func TestTablesFollowTheSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`InvoiceCreated = "invoice.created"`, `var Kinds = []string{"act.created", "invoice.created"}`, `var SentOnly = []string{"webhook.test"}`} {
+	for _, want := range []string{`InvoiceCreated = "invoice.created"`, `"invoice.created": "invoices:read",`, `var Kinds = []string{"act.created", "invoice.created"}`, `var SentOnly = []string{"webhook.test"}`} {
 		if !strings.Contains(strings.Join(strings.Fields(string(k)), " "), want) {
 			t.Errorf("kinds lack %q:\n%s", want, k)
 		}
@@ -77,7 +82,21 @@ func TestTablesFollowTheSpec(t *testing.T) {
 	if !strings.Contains(string(s), `var AllScopes = []string{"invoices:read", "acts:read"}`) || !strings.Contains(string(s), `ScopeInvoicesRead`) {
 		t.Errorf("scopes:\n%s", s)
 	}
-	if _, err := kinds(doc("invoice.created", "act.created", "            a: b"), "outbox"); err == nil || !strings.Contains(err.Error(), "invoice.created is in EventKind but not in DeliveryEventKind") {
+	for _, tc := range []struct {
+		readScope []string
+		err       string
+	}{
+		{[]string{"act.created: acts:read", "webhook.test: acts:read"}, "names no scope for invoice.created"},
+		{[]string{"act.created: acts:read", "invoice.created: invoices:write", "webhook.test: acts:read"}, `"invoices:write" is not a scope`},
+		{[]string{"act.created: acts:read", "invoice.created: invoices:read", "webhook.test: acts:read", "act.gone: acts:read"}, `"act.gone" is not a DeliveryEventKind`},
+	} {
+		root := doc("act.created, invoice.created", "act.created, invoice.created, webhook.test",
+			"            invoices:read: Read invoices\n            acts:read: Read acts", tc.readScope...)
+		if _, err := kinds(root, "outbox"); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("read scopes %v: %v, want %q", tc.readScope, err, tc.err)
+		}
+	}
+	if _, err := kinds(doc("invoice.created", "act.created", "            a: b", "act.created: a"), "outbox"); err == nil || !strings.Contains(err.Error(), "invoice.created is in EventKind but not in DeliveryEventKind") {
 		t.Errorf("a subscribable kind that is never delivered: %v", err)
 	}
 }
