@@ -139,7 +139,8 @@ func newLoop(t *testing.T, d *db.DB) *loop {
 	l.receiver = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rcv.ServeHTTP(w, r) }))
 	t.Cleanup(l.receiver.Close)
 	var err error
-	l.owner = &auth.Principal{TenantID: tn.ID, UserID: uid, Role: "member", ClientID: "integration"}
+	l.owner = &auth.Principal{TenantID: tn.ID, UserID: uid, Role: "member", ClientID: "integration",
+		Scopes: []string{auth.ScopeActsRead, auth.ScopeActsWrite, auth.ScopeWebhooksRead, auth.ScopeWebhooksWrite}}
 	l.webhook, l.secret, err = l.store.Create(ctx, l.owner, outbox.ActFetchData, l.receiver.URL+"/hooks/finsvc")
 	if err != nil {
 		t.Fatal(err)
