@@ -262,7 +262,7 @@ func intp(p *int) string {
 
 // owner is the member that registers the fixture's webhooks.
 func (f *fixture) owner() *auth.Principal {
-	return &auth.Principal{TenantID: f.tid, UserID: f.userID, Role: "member", ClientID: "app"}
+	return &auth.Principal{TenantID: f.tid, UserID: f.userID, Role: "member", ClientID: "app", Scopes: auth.AllScopes}
 }
 
 // testPolicy is the operation policy the service runs with (the spec's).
