@@ -158,7 +158,7 @@ func TestCommitOutcome(t *testing.T) {
 				return tx.Exec("INSERT INTO probe_parent (id) VALUES (1)").Error
 			})
 		}()
-		terminateCommit(t, d)
+		testdb.TerminateCommit(t, d)
 		select {
 		case err = <-done:
 		case <-time.After(20 * time.Second):
@@ -168,24 +168,4 @@ func TestCommitOutcome(t *testing.T) {
 			t.Fatalf("connection lost during COMMIT: %v; want an unknown outcome", err)
 		}
 	})
-}
-
-// terminateCommit waits until a backend of d's database runs COMMIT and
-// terminates it.
-func terminateCommit(t *testing.T, d *db.DB) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		var n int64
-		err := d.DB.Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND lower(query) = 'commit'`).Scan(&n).Error
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no COMMIT seen")
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/finsvc/finsvc/internal/acts/actstest"
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/auth"
-	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 )
@@ -87,7 +86,7 @@ func TestCommitLostIsOutcomeUnknown(t *testing.T) {
 	}
 	done := make(chan *apitest.Response, 1)
 	go func() { done <- acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("lost-1")) }()
-	terminateCommit(t, env.DB)
+	testdb.TerminateCommit(t, env.DB)
 	var r *apitest.Response
 	select {
 	case r = <-done:
@@ -114,26 +113,6 @@ func TestCommitLostIsOutcomeUnknown(t *testing.T) {
 	if n := tenantRows(t, acme, "clients"); n != 1 {
 		t.Fatalf("%d clients; want 1", n)
 	}
-}
-
-// terminateCommit waits until a backend of d's database runs COMMIT and
-// terminates it.
-func terminateCommit(t *testing.T, d *db.DB) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		var n int64
-		err := d.DB.Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND lower(query) = 'commit'`).Scan(&n).Error
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no COMMIT seen")
 }
 
 // An identical re-send of an accepted fetch result is answered 200 from

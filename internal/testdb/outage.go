@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/finsvc/finsvc/internal/db"
 )
@@ -47,4 +48,25 @@ func TakeDown(t testing.TB, d *db.DB) (restore func()) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TerminateCommit waits until a backend of d's database (PostgreSQL) runs
+// COMMIT and terminates it: the connection is lost while the COMMIT is
+// under way, so its outcome is unknown to the client.
+func TerminateCommit(t *testing.T, d *db.DB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int64
+		err := d.DB.Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND lower(query) = 'commit'`).Scan(&n).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no COMMIT seen")
 }
