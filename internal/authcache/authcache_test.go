@@ -2,6 +2,7 @@ package authcache
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -363,11 +364,17 @@ func TestPostgresNotificationsInvalidate(t *testing.T) {
 	}
 	waitFor(t, "invalidation by TRUNCATE", emptied)
 	// Kill the listeners' connections: the caches stop serving, then come
-	// back (empty) once reconnected.
+	// back (empty) once reconnected. The caches are full first, so that
+	// "emptied" can only mean a listener noticed (nothing notifies here):
+	// waiting on a cache that was already empty, or on one still live on
+	// its dead connection, raced the listener's own notice.
+	fill()
 	if err := d.Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ? AND datname = current_database()`, ApplicationName).Error; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "listeners to notice", func() bool { return !caches[0].live.Load() || caches[0].Len() == 0 })
+	for i, c := range caches {
+		waitFor(t, fmt.Sprintf("listener %d to notice", i), func() bool { return c.Len() == 0 })
+	}
 	for _, c := range caches {
 		waitFor(t, "reconnect", c.live.Load)
 	}
