@@ -68,7 +68,7 @@ import (
 	"github.com/finsvc/finsvc/internal/webhooks"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/webui"
+	"github.com/finsvc/finsvc/internal/console"
 	"github.com/finsvc/finsvc/openapi"
 )
 
@@ -235,7 +235,7 @@ type assembly struct {
 	webhooks      *webhooks.Service
 	authn         httpapi.Authenticator
 	tenants       httpapi.TenantResolver
-	console       *webui.Console
+	console       *console.Console
 }
 
 // openTracing sets up tracing from the environment unless a tracer
@@ -354,7 +354,7 @@ func (a *App) readPolicy(b *assembly) error {
 // buildOAuth builds the OAuth service with the navigation: each adapter's
 // entries, declared beside its routes.
 func (a *App) buildOAuth(b *assembly) error {
-	b.nav = slices.Concat(webui.Nav, oauth.Nav)
+	b.nav = slices.Concat(console.Nav, oauth.Nav)
 	var err error
 	a.oauth, err = oauth.New(a.db, a.cfg, a.log, b.users, oauth.WithBudget(b.limiter), oauth.WithPolicy(b.policy), oauth.WithNav(b.nav))
 	return err
@@ -432,7 +432,7 @@ func (a *App) buildServices(b *assembly) error {
 		return err
 	}
 	s := a.services
-	b.console, err = webui.New(webui.Deps{Sessions: a.oauth, Webhooks: s.Webhooks, Acts: s.Acts,
+	b.console, err = console.New(console.Deps{Sessions: a.oauth, Webhooks: s.Webhooks, Acts: s.Acts,
 		Users: s.Users, Audit: s.Audit, Apps: a.oauth.Store(), Logger: a.log, Policy: b.policy, EventTypes: eventTypes, Nav: b.nav})
 	return err
 }
@@ -626,18 +626,18 @@ func (a *App) Close() error {
 // consoleEventTypes are the event kinds with the first sentence of their
 // description, read from the spec's callbacks, for the console's create
 // form.
-func consoleEventTypes(spec *openapi3.T) ([]webui.EventType, error) {
+func consoleEventTypes(spec *openapi3.T) ([]console.EventType, error) {
 	events, err := openapi.Events(spec)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]webui.EventType, 0, len(events))
+	out := make([]console.EventType, 0, len(events))
 	for _, e := range events {
 		d := strings.Join(strings.Fields(e.Operation.Description), " ")
 		if i := strings.Index(d, ". "); i >= 0 {
 			d = d[:i+1]
 		}
-		et := webui.EventType{Name: e.Kind, Description: d}
+		et := console.EventType{Name: e.Kind, Description: d}
 		if et.Example, err = exampleData(e); err != nil {
 			return nil, err
 		}

@@ -35,7 +35,7 @@ var upper = []string{module + "internal/app", module + "internal/apitest"}
 // being listed.
 var outsideTheDomain = map[string]bool{
 	// HTTP adapters
-	"httpapi": true, "oauth": true, "web": true, "webui": true, "docs": true,
+	"httpapi": true, "oauth": true, "web": true, "console": true, "docs": true,
 	"metrics": true, "ratelimit": true, "server": true,
 	// the composition root, what commands run beside it, and the reading
 	// of the spec's policy it (and tests) call
@@ -157,7 +157,7 @@ func TestANewPackageIsCoveredWithoutListingIt(t *testing.T) {
 		{path: module + "internal/invoices", deps: []string{module + "internal/db", module + "internal/httpapi", "github.com/labstack/echo/v4"}},
 		{path: module + "internal/invoices/pdf", deps: []string{"github.com/labstack/echo/v4"}},
 		{path: module + "internal/ledger", deps: []string{module + "internal/db"}},
-		{path: module + "internal/webui", deps: []string{"github.com/labstack/echo/v4"}},
+		{path: module + "internal/console", deps: []string{"github.com/labstack/echo/v4"}},
 	}
 	got := domainViolations(pkgs)
 	if len(got) != 2 || !strings.HasPrefix(got[0], module+"internal/invoices depends on "+module+"internal/httpapi") ||
@@ -270,7 +270,7 @@ func TestANewPublicPackageIsRefused(t *testing.T) {
 // no server package, and metrics, which observes the HTTP adapters, imports
 // none of them: what it needs of them the composition root hands it.
 func TestNoUpwardArrows(t *testing.T) {
-	adapters := []string{module + "internal/httpapi", module + "internal/webui", module + "internal/oauth",
+	adapters := []string{module + "internal/httpapi", module + "internal/console", module + "internal/oauth",
 		module + "internal/web", module + "internal/docs", module + "internal/ratelimit", module + "internal/server"}
 	for _, p := range list(t) {
 		var below []string

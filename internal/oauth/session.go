@@ -172,7 +172,7 @@ func (s *Service) checkCSRF(c echo.Context, purpose, bound string) bool {
 	return false
 }
 
-// The console pages (internal/webui) use the same session and CSRF machinery as
+// The console pages (internal/console) use the same session and CSRF machinery as
 // the sign-in pages, through these.
 
 // CurrentUser returns the signed-in user of this tenant, or nil.

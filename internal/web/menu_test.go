@@ -9,7 +9,7 @@ import (
 	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/users"
-	"github.com/finsvc/finsvc/internal/webui"
+	"github.com/finsvc/finsvc/internal/console"
 )
 
 // The navigation (each adapter's entries, joined as internal/app joins
@@ -17,7 +17,7 @@ import (
 // the roles the spec lets list users and manage apps, nothing is decided
 // here.
 func TestMenuFollowsThePolicy(t *testing.T) {
-	nav := slices.Concat(webui.Nav, oauth.Nav)
+	nav := slices.Concat(console.Nav, oauth.Nav)
 	pol, err := authspec.Load()
 	if err != nil {
 		t.Fatal(err)

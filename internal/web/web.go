@@ -1,5 +1,5 @@
 // Package web is the look and the safety headers of every server-rendered
-// page (the sign-in and app pages of internal/oauth, the console of internal/webui,
+// page (the sign-in and app pages of internal/oauth, the console of internal/console,
 // the HTML error pages of internal/httpapi): one layout, one stylesheet served
 // by the binary, and the headers that refuse framing and outside content.
 //
@@ -63,7 +63,7 @@ func asset(name string) []byte {
 type NavItem struct{ Key, Label, Path, Op string }
 
 // Nav is the whole navigation, in order. Each adapter declares its entries
-// beside its routes (webui.Nav, oauth.Nav) and the composition root joins
+// beside its routes (console.Nav, oauth.Nav) and the composition root joins
 // them, so that a new page adds its entry where its route is.
 type Nav []NavItem
 

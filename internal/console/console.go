@@ -1,4 +1,4 @@
-// Package webui is the tenant console: server-rendered pages on the tenant
+// Package console is the tenant console: server-rendered pages on the tenant
 // host for signed-in users (webhooks and their deliveries, the fetch
 // requests of an act, users). It translates forms to the same domain calls
 // the JSON API makes (internal/webhooks/registry, internal/acts, internal/users), under
@@ -9,7 +9,7 @@
 // Sessions, CSRF tokens and the one-time display of secrets are internal/oauth's
 // (the sign-in pages' machinery); the layout and the safety headers are
 // internal/web's.
-package webui
+package console
 
 import (
 	"embed"
@@ -101,13 +101,13 @@ type Console struct {
 // New parses the pages; it fails when a dependency is missing.
 func New(d Deps) (*Console, error) {
 	if d.Sessions == nil || d.Webhooks == nil || d.Acts == nil || d.Users == nil || d.Logger == nil || d.Policy == nil {
-		return nil, errors.New("webui: every dependency is required (internal/app builds them)")
+		return nil, errors.New("console: every dependency is required (internal/app builds them)")
 	}
 	if len(d.Nav) == 0 {
 		d.Nav = Nav
 	}
 	if err := d.Policy.Require(slices.Concat(operations, d.Nav.Operations())...); err != nil {
-		return nil, fmt.Errorf("webui: %w", err)
+		return nil, fmt.Errorf("console: %w", err)
 	}
 	t, err := web.Parse(templateFS, "templates/*.html")
 	if err != nil {
@@ -254,7 +254,7 @@ func (cs *Console) fail(c echo.Context, u *users.User, err error) error {
 		d := web.Forbidden(err)
 		return cs.errorPage(c, u, http.StatusForbidden, d.Title, d.Message)
 	}
-	cs.d.Logger.ErrorContext(c.Request().Context(), "webui: request failed", "path", c.Path(), "error", err)
+	cs.d.Logger.ErrorContext(c.Request().Context(), "console: request failed", "path", c.Path(), "error", err)
 	return cs.errorPage(c, u, http.StatusInternalServerError, "Something went wrong", "The page could not be shown. Try again later.")
 }
 

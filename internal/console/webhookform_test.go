@@ -1,4 +1,4 @@
-package webui_test
+package console_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package webui
+package console
 
 import (
 	"context"
