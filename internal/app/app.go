@@ -50,6 +50,7 @@ import (
 	"github.com/finsvc/finsvc/internal/authspec"
 	"github.com/finsvc/finsvc/internal/clients"
 	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/console"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/docs"
 	"github.com/finsvc/finsvc/internal/httpapi"
@@ -68,7 +69,6 @@ import (
 	"github.com/finsvc/finsvc/internal/webhooks"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
-	"github.com/finsvc/finsvc/internal/console"
 	"github.com/finsvc/finsvc/openapi"
 )
 

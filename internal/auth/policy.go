@@ -15,6 +15,20 @@ import (
 // the console, the developer pages and the webhook registry. Nothing else
 // decides which role may do what.
 
+//go:generate go run ../../openapi/cmd/derive -spec ../../openapi/finsvc.yaml -what operations -package auth -o operations.gen.go
+
+// Op names an operation of the spec or a page of its x-finsvc-pages. The
+// only values are the generated ones (operations.gen.go, AllOps): a caller
+// cannot ask about an operation the spec does not declare, and a typo does
+// not compile. The zero Op names nothing.
+type Op struct{ id string }
+
+// String is the operationId (or page name).
+func (o Op) String() string { return o.id }
+
+// IsZero reports whether o names nothing.
+func (o Op) IsZero() bool { return o.id == "" }
+
 // Rule is the policy of one operation (or page): the scopes its token must
 // carry, the action the caller's role must allow, and the words its 403
 // uses ("list users" in "role viewer may not list users").
@@ -84,30 +98,49 @@ func (p *Policy) Operations() []string {
 	return out
 }
 
-// Require fails unless every one of ops has a rule: a page or service
-// calls it at start-up with the operations it asks about, so that a
-// missing declaration stops the start rather than a request.
-func (p *Policy) Require(ops ...string) error {
-	var missing []string
-	for _, op := range ops {
-		if _, ok := p.rules[op]; !ok {
-			missing = append(missing, op)
+// Complete fails unless the policy has a rule for every Op and an Op for
+// every rule: the policy read from the spec and the names generated from it
+// are the same list (a stale operations.gen.go stops the start). With it,
+// every operation any caller can ask about has a rule.
+func (p *Policy) Complete() error {
+	var missing, extra []string
+	known := make(map[string]bool, len(AllOps))
+	for _, op := range AllOps {
+		known[op.id] = true
+		if _, ok := p.rules[op.id]; !ok {
+			missing = append(missing, op.id)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("auth: the policy has no rule for %v", missing)
+	for id := range p.rules {
+		if !known[id] {
+			extra = append(extra, id)
+		}
 	}
-	return nil
+	sort.Strings(extra)
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("auth: the policy has no rule for %v", missing))
+	}
+	if len(extra) > 0 {
+		errs = append(errs, fmt.Errorf("auth: the policy has rules for %v, which are not generated operations (go generate ./internal/auth)", extra))
+	}
+	return errors.Join(errs...)
 }
 
 // Permit is the whole rule of op for a call through an app: the token's
 // scopes and the user's role (Principal.Permit). An operation without a
 // rule is refused.
-func (p *Policy) Permit(pr *Principal, op string) error {
-	r, ok := p.rules[op]
+func (p *Policy) Permit(pr *Principal, op Op) error {
+	r, ok := p.rules[op.id]
 	if !ok {
 		return fmt.Errorf("auth: no rule for the operation %s", op)
 	}
+	return p.PermitRule(pr, r)
+}
+
+// PermitRule is Permit with the rule itself, for the API's router, which
+// holds every rule of the policy by the spec's operationId (Rules).
+func (p *Policy) PermitRule(pr *Principal, r Rule) error {
 	if r.Action == Public {
 		return nil
 	}
@@ -120,8 +153,8 @@ func (p *Policy) Permit(pr *Principal, op string) error {
 // PermitRole is the role half of op's rule: a signed-in user on a page
 // (the console, the developer pages) acts with their role and no app's
 // scopes.
-func (p *Policy) PermitRole(pr *Principal, op string) error {
-	r, ok := p.rules[op]
+func (p *Policy) PermitRole(pr *Principal, op Op) error {
+	r, ok := p.rules[op.id]
 	if !ok {
 		return fmt.Errorf("auth: no rule for the operation %s", op)
 	}
@@ -135,4 +168,4 @@ func (p *Policy) PermitRole(pr *Principal, op string) error {
 }
 
 // Allows reports whether PermitRole lets pr do op (what a page shows).
-func (p *Policy) Allows(pr *Principal, op string) bool { return p.PermitRole(pr, op) == nil }
+func (p *Policy) Allows(pr *Principal, op Op) bool { return p.PermitRole(pr, op) == nil }

@@ -13,7 +13,7 @@ func TestPolicyDecides(t *testing.T) {
 		{Operation: "listUsers", Action: auth.Admin, Scopes: []string{auth.ScopeUsersRead}, Forbidden: "list users"},
 		{Operation: "createClient", Action: auth.Write, Scopes: []string{auth.ScopeClientsWrite}},
 		{Operation: "getMe", Action: auth.Read},
-		{Operation: "healthz", Action: auth.Public},
+		{Operation: "exchangeToken", Action: auth.Public},
 		{Operation: "manageApps", Action: auth.Admin, Forbidden: "manage developer apps", Page: true},
 	})
 	if err != nil {
@@ -24,20 +24,20 @@ func TestPolicyDecides(t *testing.T) {
 	admin := &auth.Principal{Role: auth.RoleAdmin, Scopes: auth.AllScopes}
 	for _, tc := range []struct {
 		p    *auth.Principal
-		op   string
+		op   auth.Op
 		role bool   // PermitRole's answer
 		want string // Permit's refusal, "" when allowed
 	}{
-		{viewer, "listUsers", false, "role viewer may not list users"},
-		{admin, "listUsers", true, ""},
-		{viewer, "createClient", false, "role viewer may not perform this action"},
-		{member, "createClient", true, "token lacks the clients:write scope"},
-		{member, "getMe", true, ""},
-		{&auth.Principal{Role: "owner"}, "getMe", false, "role owner may not perform this action"},
-		{nil, "healthz", true, ""},
-		{nil, "getMe", false, "authentication required"},
-		{member, "manageApps", false, "role member may not manage developer apps"},
-		{admin, "launchRockets", false, "no rule for the operation launchRockets"},
+		{viewer, auth.OpListUsers, false, "role viewer may not list users"},
+		{admin, auth.OpListUsers, true, ""},
+		{viewer, auth.OpCreateClient, false, "role viewer may not perform this action"},
+		{member, auth.OpCreateClient, true, "token lacks the clients:write scope"},
+		{member, auth.OpGetMe, true, ""},
+		{&auth.Principal{Role: "owner"}, auth.OpGetMe, false, "role owner may not perform this action"},
+		{nil, auth.OpExchangeToken, true, ""},
+		{nil, auth.OpGetMe, false, "authentication required"},
+		{member, auth.PageManageApps, false, "role member may not manage developer apps"},
+		{admin, auth.OpDeleteClient, false, "no rule for the operation deleteClient"},
 	} {
 		if got := pol.Allows(tc.p, tc.op); got != tc.role {
 			t.Errorf("Allows(%v, %s) = %v", tc.p, tc.op, got)
@@ -48,15 +48,42 @@ func TestPolicyDecides(t *testing.T) {
 			t.Errorf("Permit(%v, %s): %v", tc.p, tc.op, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("Permit(%v, %s) = %v, want %q", tc.p, tc.op, err, tc.want)
-		case tc.want != "" && tc.op != "launchRockets" && !apperr.Is(err, apperr.Forbidden) && !apperr.Is(err, apperr.Unauthenticated):
+		case tc.want != "" && tc.op != auth.OpDeleteClient && !apperr.Is(err, apperr.Forbidden) && !apperr.Is(err, apperr.Unauthenticated):
 			t.Errorf("Permit(%v, %s) = %v: not a 403 or 401", tc.p, tc.op, err)
 		}
 	}
-	if err := pol.Require("getMe", "manageApps"); err != nil {
-		t.Error(err)
+}
+
+// Complete holds only when the policy's rules and the generated Ops are the
+// same list: a missing rule and a rule no Op names both fail it.
+func TestPolicyComplete(t *testing.T) {
+	var all []auth.Rule
+	for _, op := range auth.AllOps {
+		all = append(all, auth.Rule{Operation: op.String(), Action: auth.Read})
 	}
-	if err := pol.Require("getMe", "deleteEverything"); err == nil || !strings.Contains(err.Error(), "deleteEverything") {
-		t.Errorf("Require of a missing rule: %v", err)
+	pol, err := auth.NewPolicy(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pol.Complete(); err != nil {
+		t.Fatalf("every Op has a rule: %v", err)
+	}
+	pol, err = auth.NewPolicy(all[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pol.Complete(); err == nil || !strings.Contains(err.Error(), "no rule for ["+auth.AllOps[0].String()+"]") {
+		t.Errorf("a missing rule: %v", err)
+	}
+	pol, err = auth.NewPolicy(append(all, auth.Rule{Operation: "launchRockets", Action: auth.Admin}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pol.Complete(); err == nil || !strings.Contains(err.Error(), "launchRockets") {
+		t.Errorf("a rule no Op names: %v", err)
+	}
+	if !(auth.Op{}).IsZero() || auth.OpGetMe.IsZero() || auth.OpGetMe.String() != "getMe" {
+		t.Error("Op's zero value or name")
 	}
 }
 

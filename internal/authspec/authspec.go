@@ -37,7 +37,8 @@ func Load() (*auth.Policy, error) {
 //     another operation anything but one requirement on the oauth2 scheme;
 //   - an operation asks for a scope the oauth2 scheme does not declare, or
 //     the scheme's scopes differ from auth.AllScopes (either way);
-//   - a page repeats an operation's name or lacks an action.
+//   - a page repeats an operation's name or lacks an action;
+//   - the rules and the generated names (auth.AllOps) differ.
 func FromSpec(spec *openapi3.T) (*auth.Policy, error) {
 	var errs []error
 	declared, err := declaredScopes(spec)
@@ -66,7 +67,17 @@ func FromSpec(spec *openapi3.T) (*auth.Policy, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("openapi: policy: %w", err)
 	}
-	return auth.NewPolicy(rules)
+	pol, err := auth.NewPolicy(rules)
+	if err != nil {
+		return nil, err
+	}
+	// The names callers ask with (auth.AllOps) are generated from this
+	// spec: a rule without its name, or a name without its rule, is a
+	// stale generation.
+	if err := pol.Complete(); err != nil {
+		return nil, err
+	}
+	return pol, nil
 }
 
 func operationRule(spec *openapi3.T, op *openapi3.Operation, declared map[string]bool) (auth.Rule, error) {

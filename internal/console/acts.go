@@ -13,6 +13,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/acts"
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/page"
 	"github.com/finsvc/finsvc/internal/templates"
 	"github.com/finsvc/finsvc/internal/web"
@@ -78,7 +79,7 @@ const templatesShown = page.MaxLimit
 // (acts.Store.Browse). ?uuid= still opens an act by its UUID. A bad
 // filter is a sentence beside its field and is left out of the list.
 func (cs *Console) actsList(r *req) error {
-	if err := cs.permitOr403(r, "getFetchRequest"); err != nil {
+	if err := cs.permitOr403(r, auth.OpGetFetchRequest); err != nil {
 		return err
 	}
 	ctx := r.Request().Context()
@@ -204,7 +205,7 @@ func (p *actsPage) link(b acts.Browse, next int64) {
 // request with its fields' states (awaiting, accepted, failed, expired,
 // superseded, as the API derives them), and the act's history.
 func (cs *Console) act(r *req) error {
-	if err := cs.permitOr403(r, "getFetchRequest"); err != nil {
+	if err := cs.permitOr403(r, auth.OpGetFetchRequest); err != nil {
 		return err
 	}
 	id, err := uuid.Parse(r.Param("uuid"))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/audit"
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/web"
 )
 
@@ -32,7 +33,7 @@ var auditLabels = map[string]string{
 // auditLog is the audit page (admins, as GET /audit-log): the same filters
 // as the API, newest first, paged back by record id.
 func (cs *Console) auditLog(r *req) error {
-	if err := cs.permitOr403(r, "listAuditLog"); err != nil {
+	if err := cs.permitOr403(r, auth.OpListAuditLog); err != nil {
 		return err
 	}
 	q := func(k string) string { return strings.TrimSpace(r.QueryParam(k)) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/web"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 )
@@ -85,7 +86,7 @@ func (cs *Console) revealable(r *req) (*registry.Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cs.permitOr403(r, "rotateWebhookSecret"); err != nil {
+	if err := cs.permitOr403(r, auth.OpRotateWebhookSecret); err != nil {
 		return nil, err
 	}
 	return cs.d.Webhooks.Get(r.Request().Context(), r.p, id)

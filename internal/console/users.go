@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/users"
 	"github.com/finsvc/finsvc/internal/web"
 )
@@ -25,7 +26,7 @@ var roleChoices = []string{"viewer", "member", "admin"}
 
 // users lists the tenant's users (admins only, as GET /users).
 func (cs *Console) users(r *req) error {
-	if err := cs.permitOr403(r, "listUsers"); err != nil {
+	if err := cs.permitOr403(r, auth.OpListUsers); err != nil {
 		return err
 	}
 	return cs.usersView(r, "", &usersPage{Role: "member"})
@@ -57,7 +58,7 @@ func (cs *Console) usersRefused(r *req, err error, p *usersPage) error {
 // createUser is the invite form: an empty password makes internal/users draw a
 // one-time password, shown once after the redirect.
 func (cs *Console) createUser(r *req) error {
-	if err := cs.permitOr403(r, "createUser"); err != nil {
+	if err := cs.permitOr403(r, auth.OpCreateUser); err != nil {
 		return err
 	}
 	email, name, role := r.Request().PostFormValue("email"), r.Request().PostFormValue("name"), r.Request().PostFormValue("role")
@@ -74,7 +75,7 @@ func (cs *Console) createUser(r *req) error {
 }
 
 func (cs *Console) changeRole(r *req) error {
-	if err := cs.permitOr403(r, "updateUser"); err != nil {
+	if err := cs.permitOr403(r, auth.OpUpdateUser); err != nil {
 		return err
 	}
 	id, err := idParam(r.Context, "id")
@@ -90,7 +91,7 @@ func (cs *Console) changeRole(r *req) error {
 }
 
 func (cs *Console) deactivateUser(r *req) error {
-	if err := cs.permitOr403(r, "deleteUser"); err != nil {
+	if err := cs.permitOr403(r, auth.OpDeleteUser); err != nil {
 		return err
 	}
 	id, err := idParam(r.Context, "id")
@@ -105,7 +106,7 @@ func (cs *Console) deactivateUser(r *req) error {
 
 // askDeactivate names what deactivating a user does.
 func (cs *Console) askDeactivate(r *req) (*web.Confirmation, error) {
-	if err := cs.permitOr403(r, "deleteUser"); err != nil {
+	if err := cs.permitOr403(r, auth.OpDeleteUser); err != nil {
 		return nil, err
 	}
 	id, err := idParam(r.Context, "id")
@@ -128,7 +129,7 @@ func (cs *Console) askDeactivate(r *req) (*web.Confirmation, error) {
 
 // reactivateUser undoes a deactivation: the user may sign in again.
 func (cs *Console) reactivateUser(r *req) error {
-	if err := cs.permitOr403(r, "updateUser"); err != nil {
+	if err := cs.permitOr403(r, auth.OpUpdateUser); err != nil {
 		return err
 	}
 	id, err := idParam(r.Context, "id")
@@ -145,7 +146,7 @@ func (cs *Console) reactivateUser(r *req) error {
 // issueOneTimePassword gives a user a new one-time password (as POST
 // /users/{id}/one-time-password), shown once after the redirect.
 func (cs *Console) issueOneTimePassword(r *req) error {
-	if err := cs.permitOr403(r, "issueOneTimePassword"); err != nil {
+	if err := cs.permitOr403(r, auth.OpIssueOneTimePassword); err != nil {
 		return err
 	}
 	id, err := idParam(r.Context, "id")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/web"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
@@ -84,7 +85,7 @@ func fieldsOf(err error) fieldErrors {
 }
 
 func (cs *Console) newWebhook(r *req) error {
-	if err := cs.permitOr403(r, "createWebhook"); err != nil {
+	if err := cs.permitOr403(r, auth.OpCreateWebhook); err != nil {
 		return err
 	}
 	return cs.newWebhookView(r, "", &newWebhookPage{Event: r.QueryParam("event")})
@@ -101,7 +102,7 @@ func (cs *Console) newWebhookView(r *req, msg string, p *newWebhookPage) error {
 // createWebhook registers a webhook as the signed-in user (a member's is
 // theirs alone) and shows its secret once.
 func (cs *Console) createWebhook(r *req) error {
-	if err := cs.permitOr403(r, "createWebhook"); err != nil {
+	if err := cs.permitOr403(r, auth.OpCreateWebhook); err != nil {
 		return err
 	}
 	event, target := r.Request().PostFormValue("event"), r.Request().PostFormValue("target")
@@ -124,7 +125,7 @@ func (cs *Console) changeTarget(r *req) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.permitOr403(r, "updateWebhook"); err != nil {
+	if err := cs.permitOr403(r, auth.OpUpdateWebhook); err != nil {
 		return err
 	}
 	event, target := r.Request().PostFormValue("event"), r.Request().PostFormValue("target")
@@ -159,7 +160,7 @@ func (cs *Console) replayFailed(r *req) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.permitOr403(r, "redeliverWebhookDelivery"); err != nil {
+	if err := cs.permitOr403(r, auth.OpRedeliverWebhookDelivery); err != nil {
 		return err
 	}
 	var window time.Duration

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/web"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
@@ -69,7 +70,7 @@ func (cs *Console) webhooks(r *req) error {
 	if err != nil {
 		return err
 	}
-	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit("updateWebhook"), CanCreate: r.permit("createWebhook"), Own: registry.OwnOnly(r.p)}
+	p := &webhooksPage{Pager: newPager(pg, total), CanWrite: r.permit(auth.OpUpdateWebhook), CanCreate: r.permit(auth.OpCreateWebhook), Own: registry.OwnOnly(r.p)}
 	for _, w := range ws {
 		p.Rows = append(p.Rows, row(w))
 	}
@@ -118,7 +119,7 @@ func (cs *Console) webhookForm(r *req, msg string, sent edit, fe fieldErrors) er
 	}
 	now := time.Now()
 	p := &webhookPage{W: row(*w), Edit: sent, EventTypes: cs.eventTypes(), Errors: fe, Replay: choices, Statuses: outbox.Statuses,
-		CanWrite: r.permit("updateWebhook"), CanTest: r.permit("testWebhook"), CanDelete: r.permit("deleteWebhook"), CanReveal: r.permit("rotateWebhookSecret"), Now: now,
+		CanWrite: r.permit(auth.OpUpdateWebhook), CanTest: r.permit(auth.OpTestWebhook), CanDelete: r.permit(auth.OpDeleteWebhook), CanReveal: r.permit(auth.OpRotateWebhookSecret), Now: now,
 		Tests: cs.testChoices(), Breaker: breakerOf(*w, now)}
 	p.Events = append([]string{outbox.WebhookTest}, outbox.Kinds...)
 	// The log: filtered as the query asks; a refused filter lists
@@ -169,7 +170,7 @@ func (cs *Console) testWebhook(r *req) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.permitOr403(r, "testWebhook"); err != nil {
+	if err := cs.permitOr403(r, auth.OpTestWebhook); err != nil {
 		return err
 	}
 	// The chosen type's example from the catalog; webhook.test (the
@@ -190,7 +191,7 @@ func (cs *Console) rotateWebhook(r *req) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.permitOr403(r, "rotateWebhookSecret"); err != nil {
+	if err := cs.permitOr403(r, auth.OpRotateWebhookSecret); err != nil {
 		return err
 	}
 	// A form without the choice (a page from before it was offered)
@@ -258,7 +259,7 @@ func (cs *Console) setActive(active bool) handler {
 		if err != nil {
 			return err
 		}
-		if err := cs.permitOr403(r, "updateWebhook"); err != nil {
+		if err := cs.permitOr403(r, auth.OpUpdateWebhook); err != nil {
 			return err
 		}
 		if _, err := cs.d.Webhooks.Update(r.Request().Context(), r.p, id, registry.Patch{Active: &active}); err != nil {
@@ -277,7 +278,7 @@ func (cs *Console) deleteWebhook(r *req) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.permitOr403(r, "deleteWebhook"); err != nil {
+	if err := cs.permitOr403(r, auth.OpDeleteWebhook); err != nil {
 		return err
 	}
 	if err := cs.d.Webhooks.Delete(r.Request().Context(), r.p, id); err != nil {
@@ -300,7 +301,7 @@ func (cs *Console) delivery(r *req) error {
 	if err != nil {
 		return err
 	}
-	p := &deliveryPage{WebhookID: id, D: d, CanWrite: r.permit("redeliverWebhookDelivery"), Payload: indent(d.Payload)}
+	p := &deliveryPage{WebhookID: id, D: d, CanWrite: r.permit(auth.OpRedeliverWebhookDelivery), Payload: indent(d.Payload)}
 	if n := len(d.Attempts); n > 0 {
 		p.LastN = d.Attempts[n-1].N
 	}
@@ -331,7 +332,7 @@ func indent(s string) string {
 
 // askDelete names what deleting a registration takes with it.
 func (cs *Console) askDelete(r *req) (*web.Confirmation, error) {
-	w, pending, err := cs.askWebhook(r, "deleteWebhook")
+	w, pending, err := cs.askWebhook(r, auth.OpDeleteWebhook)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +348,7 @@ func (cs *Console) askDelete(r *req) (*web.Confirmation, error) {
 
 // askDisable names what disabling a registration cancels.
 func (cs *Console) askDisable(r *req) (*web.Confirmation, error) {
-	w, pending, err := cs.askWebhook(r, "updateWebhook")
+	w, pending, err := cs.askWebhook(r, auth.OpUpdateWebhook)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +364,7 @@ func (cs *Console) askDisable(r *req) (*web.Confirmation, error) {
 // askRotate says what rotating the secret means for the receiver, and
 // offers the overlap (the default chosen).
 func (cs *Console) askRotate(r *req) (*web.Confirmation, error) {
-	w, _, err := cs.askWebhook(r, "rotateWebhookSecret")
+	w, _, err := cs.askWebhook(r, auth.OpRotateWebhookSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +394,7 @@ func pendingEffect(n int64) string {
 
 // askWebhook is the registration a confirmation is about, once the user
 // may do operationID to it, and its pending deliveries.
-func (cs *Console) askWebhook(r *req, operationID string) (*registry.Webhook, int64, error) {
+func (cs *Console) askWebhook(r *req, operationID auth.Op) (*registry.Webhook, int64, error) {
 	id, err := idParam(r.Context, "id")
 	if err != nil {
 		return nil, 0, err
@@ -419,7 +420,7 @@ func (cs *Console) redeliver(r *req) error {
 	if err != nil {
 		return apperr.E(apperr.NotFound, "no such delivery")
 	}
-	if err := cs.permitOr403(r, "redeliverWebhookDelivery"); err != nil {
+	if err := cs.permitOr403(r, auth.OpRedeliverWebhookDelivery); err != nil {
 		return err
 	}
 	if _, err := cs.d.Webhooks.Redeliver(r.Request().Context(), r.p, id, did); err != nil {
@@ -430,7 +431,7 @@ func (cs *Console) redeliver(r *req) error {
 
 // permitOr403 is the policy's role rule for the operation; the registry
 // asks the policy too, this names the refusal on the page.
-func (cs *Console) permitOr403(r *req, operationID string) error {
+func (cs *Console) permitOr403(r *req, operationID auth.Op) error {
 	// The policy's own words for the refusal, as on the developer pages
 	// (web.Forbidden).
 	return r.pol.PermitRole(r.p, operationID)

@@ -90,7 +90,7 @@ func authorizer(pol *auth.Policy) (apiserver.StrictMiddlewareFunc, error) {
 			if !ok {
 				return nil, apperr.E(apperr.Unauthenticated, "authentication required")
 			}
-			if err := pol.Permit(p, r.Operation); err != nil {
+			if err := pol.PermitRule(p, r); err != nil {
 				return nil, err
 			}
 			return next(c, req)

@@ -340,7 +340,7 @@ func (s *Service) requireAdmin(c echo.Context) (*users.User, bool, error) {
 		return nil, false, err
 	}
 	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
-	if err := s.policy.PermitRole(p, pageManageApps); err != nil {
+	if err := s.policy.PermitRole(p, auth.PageManageApps); err != nil {
 		d := web.Forbidden(err)
 		return u, false, s.errorPage(c, http.StatusForbidden, d.Title, d.Message)
 	}

@@ -88,18 +88,14 @@ func WithNav(n web.Nav) Option { return func(s *Service) { s.nav = n } }
 
 // Nav is these pages' part of the navigation.
 var Nav = web.Nav{
-	{Key: "developer", Label: "Developer apps", Path: "/developer/my-apps", Op: pageManageApps},
+	{Key: "developer", Label: "Developer apps", Path: "/developer/my-apps", Op: auth.PageManageApps},
 	{Key: "account", Label: "Authorized apps", Path: "/account/apps"},
 	{Key: "password", Label: "Password", Path: web.PasswordPath},
 }
 
-// pageManageApps is the developer pages' entry in the policy
-// (x-finsvc-pages in the spec).
-const pageManageApps = "manageApps"
-
 // opConsoleWork is the operation whose rule decides where sign-in lands:
 // whoever may change a webhook has work in the console.
-const opConsoleWork = "updateWebhook"
+var opConsoleWork = auth.OpUpdateWebhook
 
 // New builds the service. cfg.Secret must be set (config.ResolveSecret):
 // every tenant's token and CSRF keys derive from it. us is the user store
@@ -157,9 +153,6 @@ func New(d *db.DB, cfg *config.Config, log *slog.Logger, us *users.Store, opts .
 	}
 	if svc.policy == nil {
 		return nil, errors.New("oauth: the operation policy is required (WithPolicy)")
-	}
-	if err := svc.policy.Require(append([]string{pageManageApps, opConsoleWork}, svc.nav.Operations()...)...); err != nil {
-		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	svc.logins = newLoginThrottle(func() time.Time { return svc.now() })
 	st.SetClock(func() time.Time { return svc.now() })

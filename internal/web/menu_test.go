@@ -7,9 +7,9 @@ import (
 
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/authspec"
+	"github.com/finsvc/finsvc/internal/console"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/users"
-	"github.com/finsvc/finsvc/internal/console"
 )
 
 // The navigation (each adapter's entries, joined as internal/app joins

@@ -58,26 +58,17 @@ func asset(name string) []byte {
 }
 
 // NavItem is an entry of the main navigation. Op is the operation (or
-// page) of the policy whose role rule shows it ("" for every signed-in
-// user).
-type NavItem struct{ Key, Label, Path, Op string }
+// page) of the policy whose role rule shows it (the zero Op for every
+// signed-in user).
+type NavItem struct {
+	Key, Label, Path string
+	Op               auth.Op
+}
 
 // Nav is the whole navigation, in order. Each adapter declares its entries
 // beside its routes (console.Nav, oauth.Nav) and the composition root joins
 // them, so that a new page adds its entry where its route is.
 type Nav []NavItem
-
-// Operations are the entries' operations, for the start-up check that the
-// policy has a rule for each (auth.Policy.Require).
-func (n Nav) Operations() []string {
-	var ops []string
-	for _, it := range n {
-		if it.Op != "" {
-			ops = append(ops, it.Op)
-		}
-	}
-	return ops
-}
 
 // Menu is the navigation u sees under pol (Layout.Menu). Pages still ask
 // the policy themselves; hiding a link is a convenience, not the rule.
@@ -88,7 +79,7 @@ func (n Nav) Menu(pol *auth.Policy, u *users.User) []NavItem {
 	p := &auth.Principal{TenantID: u.TenantID, UserID: u.ID, Role: u.Role}
 	var out []NavItem
 	for _, it := range n {
-		if it.Op == "" || (pol != nil && pol.Allows(p, it.Op)) {
+		if it.Op.IsZero() || (pol != nil && pol.Allows(p, it.Op)) {
 			out = append(out, it)
 		}
 	}

@@ -211,7 +211,7 @@ func checkEvent(event string) string {
 // registration with its new secret, shown only now.
 func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target string) (w *Webhook, secret string, err error) {
 	defer apperr.Wrap(&err, "registry.Create")
-	if err := s.mayChange(p, "createWebhook"); err != nil {
+	if err := s.mayChange(p, auth.OpCreateWebhook); err != nil {
 		return nil, "", err
 	}
 	fe := apperr.FieldErrors{}
@@ -310,7 +310,7 @@ func visible(ctx context.Context, q *gorm.DB, p *auth.Principal) *gorm.DB {
 // mayChange asks the operation policy whether p's role allows op (the API
 // operation of the change), so that a caller other than the API's
 // authorizer cannot skip it.
-func (s *Store) mayChange(p *auth.Principal, op string) error {
+func (s *Store) mayChange(p *auth.Principal, op auth.Op) error {
 	if s.policy == nil {
 		return apperr.E(apperr.Forbidden, "webhook registrations cannot be changed: the registry has no operation policy")
 	}
@@ -371,7 +371,7 @@ type Patch struct {
 // nothing, and every refused field is named.
 func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patch) (w *Webhook, err error) {
 	defer apperr.Wrap(&err, "registry.Update(%d)", id)
-	if err := s.mayChange(p, "updateWebhook"); err != nil {
+	if err := s.mayChange(p, auth.OpUpdateWebhook); err != nil {
 		return nil, err
 	}
 	event, target, active := ch.Event, ch.Target, ch.Active
@@ -471,7 +471,7 @@ func Disable(tx *gorm.DB, tenantID, id int64, reason string, now time.Time) erro
 // log belongs to the registration), which cancels every pending one.
 func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err error) {
 	defer apperr.Wrap(&err, "registry.Delete(%d)", id)
-	if err := s.mayChange(p, "deleteWebhook"); err != nil {
+	if err := s.mayChange(p, auth.OpDeleteWebhook); err != nil {
 		return err
 	}
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
@@ -498,7 +498,7 @@ func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err er
 // dropped (only two secrets ever sign).
 func (s *Store) Rotate(ctx context.Context, p *auth.Principal, id int64, overlap time.Duration) (w *Webhook, secret string, err error) {
 	defer apperr.Wrap(&err, "registry.Rotate(%d)", id)
-	if err := s.mayChange(p, "rotateWebhookSecret"); err != nil {
+	if err := s.mayChange(p, auth.OpRotateWebhookSecret); err != nil {
 		return nil, "", err
 	}
 	if !ValidOverlap(overlap) {
@@ -569,7 +569,7 @@ type Revealed struct {
 // unrecorded, like a sign-in refused before its check.
 func (s *Store) Reveal(ctx context.Context, p *auth.Principal, id int64, proof func(context.Context) error) (out *Revealed, err error) {
 	defer apperr.Wrap(&err, "registry.Reveal(%d)", id)
-	if err := s.mayChange(p, "rotateWebhookSecret"); err != nil {
+	if err := s.mayChange(p, auth.OpRotateWebhookSecret); err != nil {
 		return nil, err
 	}
 	if _, err := s.get(ctx, s.db.DB, p, id); err != nil {
@@ -686,7 +686,7 @@ func (s *Store) TestExample(ctx context.Context, p *auth.Principal, webhookID in
 		}
 		data = example
 	}
-	return s.queue(ctx, p, "testWebhook", webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
+	return s.queue(ctx, p, auth.OpTestWebhook, webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
 		if !w.Active {
 			return "", apperr.E(apperr.Invalid, "The webhook registration is inactive; activate it before testing.").
 				WithField("active", "the registration is inactive")
@@ -701,7 +701,7 @@ func (s *Store) TestExample(ctx context.Context, p *auth.Principal, webhookID in
 // an inactive registration, is refused with 400.
 func (s *Store) Redeliver(ctx context.Context, p *auth.Principal, webhookID int64, deliveryID uuid.UUID) (d *Delivery, err error) {
 	defer apperr.Wrap(&err, "registry.Redeliver(%d, %s)", webhookID, deliveryID)
-	return s.queue(ctx, p, "redeliverWebhookDelivery", webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
+	return s.queue(ctx, p, auth.OpRedeliverWebhookDelivery, webhookID, func(tx *gorm.DB, w *Webhook, now time.Time) (string, error) {
 		// Not locked (a view over two tables cannot be): the registration
 		// is, which serializes redeliveries, and Requeue leaves a delivery
 		// that a worker has claimed since alone.
@@ -728,7 +728,7 @@ func (s *Store) Redeliver(ctx context.Context, p *auth.Principal, webhookID int6
 // the registration, which stays locked while fn queues a delivery and
 // returns its id; the delivery is read back, and the workers are woken
 // once it has committed.
-func (s *Store) queue(ctx context.Context, p *auth.Principal, op string, webhookID int64, fn func(tx *gorm.DB, w *Webhook, now time.Time) (string, error)) (*Delivery, error) {
+func (s *Store) queue(ctx context.Context, p *auth.Principal, op auth.Op, webhookID int64, fn func(tx *gorm.DB, w *Webhook, now time.Time) (string, error)) (*Delivery, error) {
 	if err := s.mayChange(p, op); err != nil {
 		return nil, err
 	}
@@ -872,7 +872,7 @@ const ReplayLimit = 1000
 // change the registration, and it must be active.
 func (s *Store) ReplayFailed(ctx context.Context, p *auth.Principal, webhookID int64, since time.Time) (n int, err error) {
 	defer apperr.Wrap(&err, "registry.ReplayFailed(%d)", webhookID)
-	if err := s.mayChange(p, "redeliverWebhookDelivery"); err != nil {
+	if err := s.mayChange(p, auth.OpRedeliverWebhookDelivery); err != nil {
 		return 0, err
 	}
 	now := s.clock()

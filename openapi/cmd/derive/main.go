@@ -8,14 +8,17 @@
 //     EventKind enum: what a registration may subscribe to) and the kinds
 //     only sent on request (DeliveryEventKind's others, webhook.test), and
 //     ReadScope (DeliveryEventKind's x-finsvc-read-scope: the read scope of
-//     the object each kind's events carry).
+//     the object each kind's events carry);
+//   - operations: every operationId and every page of x-finsvc-pages, as
+//     the auth package's Op values, the only names a caller can ask the
+//     operation policy about (a misspelt operation does not compile).
 //
 // It reads the YAML itself (not through kin-openapi) to keep the spec's
 // order, which is the order the pages show. `go generate ./...` runs it;
 // CI fails when its output differs from what is committed, and the
 // service checks the tables against the spec's callbacks at start-up.
 //
-// Usage: derive -spec ../../openapi/finsvc.yaml -what scopes|kinds -package auth -o scopes.gen.go
+// Usage: derive -spec ../../openapi/finsvc.yaml -what scopes|kinds|operations -package auth -o scopes.gen.go
 package main
 
 import (
@@ -34,7 +37,7 @@ import (
 
 func main() {
 	specPath := flag.String("spec", "", "the OpenAPI document")
-	what := flag.String("what", "", "scopes or kinds")
+	what := flag.String("what", "", "scopes, kinds or operations")
 	pkg := flag.String("package", "", "the Go package of the output")
 	out := flag.String("o", "", "the output file")
 	flag.Parse()
@@ -55,6 +58,8 @@ func main() {
 		src, err = scopes(&root, *pkg)
 	case "kinds":
 		src, err = kinds(&root, *pkg)
+	case "operations":
+		src, err = operations(&root, *pkg)
 	default:
 		err = fmt.Errorf("unknown -what %q", *what)
 	}
@@ -222,4 +227,72 @@ func readScopes(root *yaml.Node, all []string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// httpMethods are the operation keys of a path item, in the order the
+// generated list keeps them.
+var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// operations writes an Op for every operationId of the paths (callbacks are
+// requests finsvc sends, not operations it serves) and every page of
+// x-finsvc-pages, in the spec's order, and AllOps listing them.
+func operations(root *yaml.Node, pkg string) ([]byte, error) {
+	paths := lookup(root, "paths")
+	if paths == nil || paths.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("the spec has no paths")
+	}
+	type named struct{ goName, id, where string }
+	var ops []named
+	seen := map[string]bool{}
+	add := func(prefix, id, where string) error {
+		if id == "" {
+			return fmt.Errorf("%s has no operationId", where)
+		}
+		if seen[id] {
+			return fmt.Errorf("%s: the name %q is used twice", where, id)
+		}
+		seen[id] = true
+		ops = append(ops, named{prefix + goName(strings.ToUpper(id[:1])+id[1:]), id, where})
+		return nil
+	}
+	for i := 0; i+1 < len(paths.Content); i += 2 {
+		path, item := paths.Content[i].Value, paths.Content[i+1]
+		for _, m := range httpMethods {
+			op := lookup(item, m)
+			if op == nil {
+				continue
+			}
+			id := lookup(op, "operationId")
+			var v string
+			if id != nil {
+				v = id.Value
+			}
+			if err := add("Op", v, strings.ToUpper(m)+" "+path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	pages := lookup(root, "x-finsvc-pages")
+	if pages != nil && pages.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(pages.Content); i += 2 {
+			name := pages.Content[i].Value
+			if err := add("Page", name, "x-finsvc-pages "+name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b := header(pkg)
+	b.WriteString("// The operations of the spec (Op…: its operationIds) and the pages of its x-finsvc-pages (Page…):\n// what the operation policy decides about.\nvar (\n")
+	for _, o := range ops {
+		fmt.Fprintf(b, "\t%s = Op{%q} // %s\n", o.goName, o.id, o.where)
+	}
+	b.WriteString(")\n\n// AllOps lists every Op above, in the spec's order.\nvar AllOps = []Op{")
+	for i, o := range ops {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(o.goName)
+	}
+	b.WriteString("}\n")
+	return format.Source(b.Bytes())
 }

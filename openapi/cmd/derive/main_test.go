@@ -18,6 +18,7 @@ func TestCommittedTablesAreFresh(t *testing.T) {
 	for _, tc := range []struct{ what, pkg, file string }{
 		{"scopes", "auth", "../../../internal/auth/scopes.gen.go"},
 		{"kinds", "outbox", "../../../internal/webhooks/outbox/kinds.gen.go"},
+		{"operations", "auth", "../../../internal/auth/operations.gen.go"},
 	} {
 		out := filepath.Join(t.TempDir(), "x.go")
 		cmd := exec.Command("go", "run", ".", "-spec", spec, "-what", tc.what, "-package", tc.pkg, "-o", out)
@@ -98,5 +99,44 @@ func TestTablesFollowTheSpec(t *testing.T) {
 	}
 	if _, err := kinds(doc("invoice.created", "act.created", "            a: b", "act.created: a"), "outbox"); err == nil || !strings.Contains(err.Error(), "invoice.created is in EventKind but not in DeliveryEventKind") {
 		t.Errorf("a subscribable kind that is never delivered: %v", err)
+	}
+}
+
+// Every operationId and every page becomes an Op, in the spec's order;
+// an operation without an id, or a name used twice, is refused.
+func TestOperationsFollowTheSpec(t *testing.T) {
+	doc := func(src string) *yaml.Node {
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &n); err != nil {
+			t.Fatal(err)
+		}
+		return &n
+	}
+	out, err := operations(doc(`paths:
+  /a:
+    get: {operationId: listAs}
+    post: {operationId: createA}
+  /b:
+    delete: {operationId: deleteB}
+x-finsvc-pages:
+  manageApps: {action: admin}
+`), "auth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(out)
+	for _, want := range []string{`OpListAs     = Op{"listAs"}`, `OpCreateA    = Op{"createA"}`, `PageManageApps = Op{"manageApps"}`, "var AllOps = []Op{OpListAs, OpCreateA, OpDeleteB, PageManageApps}"} {
+		if !strings.Contains(strings.Join(strings.Fields(src), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("generated source lacks %q:\n%s", want, src)
+		}
+	}
+	for name, bad := range map[string]string{
+		"no operationId":               "paths:\n  /a:\n    get: {summary: x}\n",
+		"a repeated id":                "paths:\n  /a:\n    get: {operationId: x}\n  /b:\n    get: {operationId: x}\n",
+		"a page named as an operation": "paths:\n  /a:\n    get: {operationId: manageApps}\nx-finsvc-pages:\n  manageApps: {action: admin}\n",
+	} {
+		if _, err := operations(doc(bad), "auth"); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
