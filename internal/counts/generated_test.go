@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/pressly/goose/v3"
+	"gorm.io/gorm"
 
 	declared "github.com/finsvc/finsvc/internal/counts/counted"
 	"github.com/finsvc/finsvc/internal/db"
@@ -141,8 +142,9 @@ func TestADeclaredBucketIsKept(t *testing.T) {
 }
 
 // migrate replaces the generated migration of d by the one lists
-// generate: goose runs the shipped one's Down, then the new one's Up.
-func migrate(t *testing.T, d *db.DB, lists []declared.List) {
+// generate: goose runs the shipped one's Down, then the new one's Up (none
+// for nil lists: the triggers of before the generated migration stay).
+func migrate(t testing.TB, d *db.DB, lists []declared.List) {
 	t.Helper()
 	fsys, err := migrations.FS(d.Dialect)
 	if err != nil {
@@ -165,10 +167,17 @@ func migrate(t *testing.T, d *db.DB, lists []declared.List) {
 	for _, c := range declared.Migration[:strings.IndexByte(declared.Migration, '_')] {
 		version = version*10 + int64(c-'0')
 	}
-	for _, step := range []struct {
+	steps := []struct {
 		sql string
 		up  bool
-	}{{string(shipped), false}, {render(lists, declared.Split(string(shipped))), true}} {
+	}{{string(shipped), false}}
+	if lists != nil {
+		steps = append(steps, struct {
+			sql string
+			up  bool
+		}{render(lists, declared.Split(string(shipped))), true})
+	}
+	for _, step := range steps {
 		p, err := goose.NewProvider(dialect, sqlDB, fstest.MapFS{name: {Data: []byte(step.sql)}}, goose.WithDisableGlobalRegistry(true))
 		if err != nil {
 			t.Fatal(err)
@@ -177,4 +186,59 @@ func migrate(t *testing.T, d *db.DB, lists []declared.List) {
 			t.Fatalf("goose (up %v): %v", step.up, err)
 		}
 	}
+}
+
+// An update writes only the counters its rows leave and enter: none for a
+// change of a column no bucket reads, or of a bucket column to the value
+// it had; for an act moved from draft to final, the three status buckets
+// and the status block series, old and new (8 rows).
+func TestUpdatesWriteOnlyWhatMoves(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		_, a := testdb.NewTenant(t, d, "acme")
+		for _, q := range []string{
+			"INSERT INTO clients (tenant_id, id, company_name, org_number, country, credit_limit) VALUES (?, 1, 'a', '1', 'NO', 0)",
+			"INSERT INTO templates (tenant_id, id, family_id, version, name) VALUES (?, 1, 1, 1, 't')",
+			"INSERT INTO acts (tenant_id, uuid, client_id, template_id, title, status, seq) VALUES (?, '00000000-0000-4000-8000-000000000001', 1, 1, 'a', 'draft', 1)",
+		} {
+			if err := d.Exec(q, a.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Rows the counter tables took within the transaction (on SQLite,
+		// every row changed, the update's own included).
+		writes := "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_xact_user_tables WHERE relname IN ('list_counts', 'list_blocks')"
+		own := int64(0)
+		if d.Dialect == db.SQLite {
+			writes, own = "SELECT total_changes()", 1
+		}
+		err := d.Transaction(func(tx *gorm.DB) error {
+			for _, c := range []struct {
+				update string
+				want   int64
+			}{
+				{"UPDATE acts SET title = 'b' WHERE tenant_id = ?", 0},
+				{"UPDATE acts SET status = 'draft', client_id = 1 WHERE tenant_id = ?", 0},
+				{"UPDATE clients SET company_name = 'b', country = 'NO' WHERE tenant_id = ?", 0},
+				{"UPDATE acts SET status = 'final' WHERE tenant_id = ?", 8},
+			} {
+				var before, after int64
+				if err := tx.Raw(writes).Scan(&before).Error; err != nil {
+					return err
+				}
+				if err := tx.Exec(c.update, a.ID).Error; err != nil {
+					return err
+				}
+				if err := tx.Raw(writes).Scan(&after).Error; err != nil {
+					return err
+				}
+				if got := after - before - own; got != c.want {
+					t.Errorf("%s: the counters took %d rows, want %d", c.update, got, c.want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -4,25 +4,24 @@
 -- recounts list_counts and list_blocks from the rows.
 
 -- +goose Up
--- The hand-written triggers of migrations 00060-00101, and those of an
--- earlier generation.
+-- What the Down restores (what was there before), and this generation's.
 DROP TRIGGER IF EXISTS acts_block_del ON acts;
 DROP TRIGGER IF EXISTS acts_block_ins ON acts;
-DROP TRIGGER IF EXISTS acts_block_upd ON acts;
 DROP TRIGGER IF EXISTS acts_block_trunc_draft ON acts;
 DROP TRIGGER IF EXISTS acts_block_trunc_final ON acts;
+DROP TRIGGER IF EXISTS acts_block_upd ON acts;
 DROP TRIGGER IF EXISTS acts_count_del ON acts;
 DROP TRIGGER IF EXISTS acts_count_ins ON acts;
-DROP TRIGGER IF EXISTS acts_count_upd ON acts;
 DROP TRIGGER IF EXISTS acts_count_trunc ON acts;
+DROP TRIGGER IF EXISTS acts_count_upd ON acts;
 DROP TRIGGER IF EXISTS acts_template_block_del ON acts;
 DROP TRIGGER IF EXISTS acts_template_block_ins ON acts;
-DROP TRIGGER IF EXISTS acts_template_block_upd ON acts;
 DROP TRIGGER IF EXISTS acts_template_block_trunc ON acts;
+DROP TRIGGER IF EXISTS acts_template_block_upd ON acts;
 DROP TRIGGER IF EXISTS clients_count_del ON clients;
 DROP TRIGGER IF EXISTS clients_count_ins ON clients;
-DROP TRIGGER IF EXISTS clients_count_upd ON clients;
 DROP TRIGGER IF EXISTS clients_count_trunc ON clients;
+DROP TRIGGER IF EXISTS clients_count_upd ON clients;
 DROP TRIGGER IF EXISTS clients_country_blocks_trunc ON clients;
 DROP TRIGGER IF EXISTS deliveries_count_del ON deliveries;
 DROP TRIGGER IF EXISTS deliveries_count_ins ON deliveries;

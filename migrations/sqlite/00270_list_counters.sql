@@ -4,8 +4,7 @@
 -- recounts list_counts and list_blocks from the rows.
 
 -- +goose Up
--- The hand-written triggers of migrations 00060-00101, and those of an
--- earlier generation.
+-- What the Down restores (what was there before), and this generation's.
 DROP TRIGGER IF EXISTS clients_count_ins;
 DROP TRIGGER IF EXISTS clients_count_del;
 DROP TRIGGER IF EXISTS templates_count_ins;
@@ -60,246 +59,206 @@ DROP TRIGGER IF EXISTS delivery_history_counters_upd;
 
 -- +goose StatementBegin
 CREATE TRIGGER clients_counters_ins AFTER INSERT ON clients BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'clients', '', 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'clients', 'country:' || NEW.country, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'clients', 'org:' || NEW.org_number, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (NEW.tenant_id, 'clients', NEW.id >> 10, 1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (NEW.tenant_id, 'clients:country:' || NEW.country, NEW.id >> 10, 1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (NEW.tenant_id, 'clients', '', 1),
+        (NEW.tenant_id, 'clients', 'country:' || NEW.country, 1),
+        (NEW.tenant_id, 'clients', 'org:' || NEW.org_number, 1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (NEW.tenant_id, 'clients', NEW.id >> 10, 1),
+        (NEW.tenant_id, 'clients:country:' || NEW.country, NEW.id >> 10, 1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER clients_counters_del AFTER DELETE ON clients BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'clients', '', -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'clients', 'country:' || OLD.country, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'clients', 'org:' || OLD.org_number, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (OLD.tenant_id, 'clients', OLD.id >> 10, -1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (OLD.tenant_id, 'clients:country:' || OLD.country, OLD.id >> 10, -1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (OLD.tenant_id, 'clients', '', -1),
+        (OLD.tenant_id, 'clients', 'country:' || OLD.country, -1),
+        (OLD.tenant_id, 'clients', 'org:' || OLD.org_number, -1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (OLD.tenant_id, 'clients', OLD.id >> 10, -1),
+        (OLD.tenant_id, 'clients:country:' || OLD.country, OLD.id >> 10, -1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER clients_counters_upd AFTER UPDATE OF tenant_id, country, org_number, id ON clients
     WHEN OLD.tenant_id IS NOT NEW.tenant_id OR OLD.country IS NOT NEW.country OR OLD.org_number IS NOT NEW.org_number OR OLD.id IS NOT NEW.id BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'clients', '', -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'clients', 'country:' || OLD.country, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.country IS NOT NEW.country
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'clients', 'org:' || OLD.org_number, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.org_number IS NOT NEW.org_number
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT OLD.tenant_id, 'clients', OLD.id >> 10, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.id IS NOT NEW.id
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT OLD.tenant_id, 'clients:country:' || OLD.country, OLD.id >> 10, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.id IS NOT NEW.id OR OLD.country IS NOT NEW.country
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'clients', '', 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'clients', 'country:' || NEW.country, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.country IS NOT NEW.country
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'clients', 'org:' || NEW.org_number, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.org_number IS NOT NEW.org_number
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT NEW.tenant_id, 'clients', NEW.id >> 10, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.id IS NOT NEW.id
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT NEW.tenant_id, 'clients:country:' || NEW.country, NEW.id >> 10, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.id IS NOT NEW.id OR OLD.country IS NOT NEW.country
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n)
+    SELECT t, 'clients', b, sum(d) FROM (
+        SELECT OLD.tenant_id AS t, '' AS b, -1 AS d
+        UNION ALL SELECT OLD.tenant_id, 'country:' || OLD.country, -1
+        UNION ALL SELECT OLD.tenant_id, 'org:' || OLD.org_number, -1
+        UNION ALL SELECT NEW.tenant_id, '', 1
+        UNION ALL SELECT NEW.tenant_id, 'country:' || NEW.country, 1
+        UNION ALL SELECT NEW.tenant_id, 'org:' || NEW.org_number, 1
+    ) WHERE true GROUP BY t, b HAVING sum(d) <> 0
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n)
+    SELECT t, k, blk, sum(d) FROM (
+        SELECT OLD.tenant_id AS t, 'clients' AS k, OLD.id >> 10 AS blk, -1 AS d
+        UNION ALL SELECT OLD.tenant_id, 'clients:country:' || OLD.country, OLD.id >> 10, -1
+        UNION ALL SELECT NEW.tenant_id, 'clients', NEW.id >> 10, 1
+        UNION ALL SELECT NEW.tenant_id, 'clients:country:' || NEW.country, NEW.id >> 10, 1
+    ) WHERE true GROUP BY t, k, blk HAVING sum(d) <> 0
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER templates_counters_ins AFTER INSERT ON templates BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'templates', '', 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (NEW.tenant_id, 'templates', NEW.id >> 10, 1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (NEW.tenant_id, 'templates', '', 1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (NEW.tenant_id, 'templates', NEW.id >> 10, 1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER templates_counters_del AFTER DELETE ON templates BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'templates', '', -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (OLD.tenant_id, 'templates', OLD.id >> 10, -1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (OLD.tenant_id, 'templates', '', -1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (OLD.tenant_id, 'templates', OLD.id >> 10, -1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER users_counters_ins AFTER INSERT ON users BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'users', '', 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (NEW.tenant_id, 'users', NEW.id >> 10, 1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (NEW.tenant_id, 'users', '', 1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (NEW.tenant_id, 'users', NEW.id >> 10, 1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER users_counters_del AFTER DELETE ON users BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'users', '', -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (OLD.tenant_id, 'users', OLD.id >> 10, -1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (OLD.tenant_id, 'users', '', -1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (OLD.tenant_id, 'users', OLD.id >> 10, -1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER acts_counters_ins AFTER INSERT ON acts BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'acts', '', 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'acts', 's:' || NEW.status, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'acts', 'c:' || NEW.client_id, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'acts', 'c:' || NEW.client_id || ':s:' || NEW.status, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'acts', 't:' || NEW.template_id, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'acts', 't:' || NEW.template_id || ':s:' || NEW.status, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (NEW.tenant_id, 'acts', NEW.seq >> 10, 1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (NEW.tenant_id, 'acts:s:' || NEW.status, NEW.seq >> 10, 1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (NEW.tenant_id, 'acts:t:' || NEW.template_id, NEW.seq >> 10, 1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (NEW.tenant_id, 'acts', '', 1),
+        (NEW.tenant_id, 'acts', 's:' || NEW.status, 1),
+        (NEW.tenant_id, 'acts', 'c:' || NEW.client_id, 1),
+        (NEW.tenant_id, 'acts', 'c:' || NEW.client_id || ':s:' || NEW.status, 1),
+        (NEW.tenant_id, 'acts', 't:' || NEW.template_id, 1),
+        (NEW.tenant_id, 'acts', 't:' || NEW.template_id || ':s:' || NEW.status, 1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (NEW.tenant_id, 'acts', NEW.seq >> 10, 1),
+        (NEW.tenant_id, 'acts:s:' || NEW.status, NEW.seq >> 10, 1),
+        (NEW.tenant_id, 'acts:t:' || NEW.template_id, NEW.seq >> 10, 1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER acts_counters_del AFTER DELETE ON acts BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'acts', '', -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'acts', 's:' || OLD.status, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'acts', 'c:' || OLD.client_id, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'acts', 'c:' || OLD.client_id || ':s:' || OLD.status, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'acts', 't:' || OLD.template_id, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'acts', 't:' || OLD.template_id || ':s:' || OLD.status, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (OLD.tenant_id, 'acts', OLD.seq >> 10, -1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (OLD.tenant_id, 'acts:s:' || OLD.status, OLD.seq >> 10, -1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES (OLD.tenant_id, 'acts:t:' || OLD.template_id, OLD.seq >> 10, -1)
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (OLD.tenant_id, 'acts', '', -1),
+        (OLD.tenant_id, 'acts', 's:' || OLD.status, -1),
+        (OLD.tenant_id, 'acts', 'c:' || OLD.client_id, -1),
+        (OLD.tenant_id, 'acts', 'c:' || OLD.client_id || ':s:' || OLD.status, -1),
+        (OLD.tenant_id, 'acts', 't:' || OLD.template_id, -1),
+        (OLD.tenant_id, 'acts', 't:' || OLD.template_id || ':s:' || OLD.status, -1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n) VALUES
+        (OLD.tenant_id, 'acts', OLD.seq >> 10, -1),
+        (OLD.tenant_id, 'acts:s:' || OLD.status, OLD.seq >> 10, -1),
+        (OLD.tenant_id, 'acts:t:' || OLD.template_id, OLD.seq >> 10, -1)
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER acts_counters_upd AFTER UPDATE OF tenant_id, status, client_id, template_id, seq ON acts
     WHEN OLD.tenant_id IS NOT NEW.tenant_id OR OLD.status IS NOT NEW.status OR OLD.client_id IS NOT NEW.client_id OR OLD.template_id IS NOT NEW.template_id OR OLD.seq IS NOT NEW.seq BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'acts', '', -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'acts', 's:' || OLD.status, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'acts', 'c:' || OLD.client_id, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.client_id IS NOT NEW.client_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'acts', 'c:' || OLD.client_id || ':s:' || OLD.status, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.client_id IS NOT NEW.client_id OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'acts', 't:' || OLD.template_id, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.template_id IS NOT NEW.template_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT OLD.tenant_id, 'acts', 't:' || OLD.template_id || ':s:' || OLD.status, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.template_id IS NOT NEW.template_id OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT OLD.tenant_id, 'acts', OLD.seq >> 10, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.seq IS NOT NEW.seq
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT OLD.tenant_id, 'acts:s:' || OLD.status, OLD.seq >> 10, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.seq IS NOT NEW.seq OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT OLD.tenant_id, 'acts:t:' || OLD.template_id, OLD.seq >> 10, -1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.seq IS NOT NEW.seq OR OLD.template_id IS NOT NEW.template_id
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'acts', '', 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'acts', 's:' || NEW.status, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'acts', 'c:' || NEW.client_id, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.client_id IS NOT NEW.client_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'acts', 'c:' || NEW.client_id || ':s:' || NEW.status, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.client_id IS NOT NEW.client_id OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'acts', 't:' || NEW.template_id, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.template_id IS NOT NEW.template_id
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) SELECT NEW.tenant_id, 'acts', 't:' || NEW.template_id || ':s:' || NEW.status, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.template_id IS NOT NEW.template_id OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT NEW.tenant_id, 'acts', NEW.seq >> 10, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.seq IS NOT NEW.seq
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT NEW.tenant_id, 'acts:s:' || NEW.status, NEW.seq >> 10, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.seq IS NOT NEW.seq OR OLD.status IS NOT NEW.status
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
-    INSERT INTO list_blocks (tenant_id, kind, block, n) SELECT NEW.tenant_id, 'acts:t:' || NEW.template_id, NEW.seq >> 10, 1
-        WHERE OLD.tenant_id IS NOT NEW.tenant_id OR OLD.seq IS NOT NEW.seq OR OLD.template_id IS NOT NEW.template_id
-        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n)
+    SELECT t, 'acts', b, sum(d) FROM (
+        SELECT OLD.tenant_id AS t, '' AS b, -1 AS d
+        UNION ALL SELECT OLD.tenant_id, 's:' || OLD.status, -1
+        UNION ALL SELECT OLD.tenant_id, 'c:' || OLD.client_id, -1
+        UNION ALL SELECT OLD.tenant_id, 'c:' || OLD.client_id || ':s:' || OLD.status, -1
+        UNION ALL SELECT OLD.tenant_id, 't:' || OLD.template_id, -1
+        UNION ALL SELECT OLD.tenant_id, 't:' || OLD.template_id || ':s:' || OLD.status, -1
+        UNION ALL SELECT NEW.tenant_id, '', 1
+        UNION ALL SELECT NEW.tenant_id, 's:' || NEW.status, 1
+        UNION ALL SELECT NEW.tenant_id, 'c:' || NEW.client_id, 1
+        UNION ALL SELECT NEW.tenant_id, 'c:' || NEW.client_id || ':s:' || NEW.status, 1
+        UNION ALL SELECT NEW.tenant_id, 't:' || NEW.template_id, 1
+        UNION ALL SELECT NEW.tenant_id, 't:' || NEW.template_id || ':s:' || NEW.status, 1
+    ) WHERE true GROUP BY t, b HAVING sum(d) <> 0
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
+    INSERT INTO list_blocks (tenant_id, kind, block, n)
+    SELECT t, k, blk, sum(d) FROM (
+        SELECT OLD.tenant_id AS t, 'acts' AS k, OLD.seq >> 10 AS blk, -1 AS d
+        UNION ALL SELECT OLD.tenant_id, 'acts:s:' || OLD.status, OLD.seq >> 10, -1
+        UNION ALL SELECT OLD.tenant_id, 'acts:t:' || OLD.template_id, OLD.seq >> 10, -1
+        UNION ALL SELECT NEW.tenant_id, 'acts', NEW.seq >> 10, 1
+        UNION ALL SELECT NEW.tenant_id, 'acts:s:' || NEW.status, NEW.seq >> 10, 1
+        UNION ALL SELECT NEW.tenant_id, 'acts:t:' || NEW.template_id, NEW.seq >> 10, 1
+    ) WHERE true GROUP BY t, k, blk HAVING sum(d) <> 0
+        ON CONFLICT (tenant_id, kind, block) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER webhooks_counters_ins AFTER INSERT ON webhooks BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'webhooks', '', 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'webhooks', 'u:' || NEW.created_by_user_id, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (NEW.tenant_id, 'webhooks', '', 1),
+        (NEW.tenant_id, 'webhooks', 'u:' || NEW.created_by_user_id, 1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER webhooks_counters_del AFTER DELETE ON webhooks BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'webhooks', '', -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'webhooks', 'u:' || OLD.created_by_user_id, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (OLD.tenant_id, 'webhooks', '', -1),
+        (OLD.tenant_id, 'webhooks', 'u:' || OLD.created_by_user_id, -1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER deliveries_counters_ins AFTER INSERT ON deliveries BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'deliveries', 'w:' || NEW.webhook_id, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (NEW.tenant_id, 'deliveries', 'w:' || NEW.webhook_id, 1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER deliveries_counters_del AFTER DELETE ON deliveries BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'deliveries', 'w:' || OLD.webhook_id, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (OLD.tenant_id, 'deliveries', 'w:' || OLD.webhook_id, -1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER delivery_history_counters_ins AFTER INSERT ON delivery_history BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (NEW.tenant_id, 'deliveries', 'w:' || NEW.webhook_id, 1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (NEW.tenant_id, 'deliveries', 'w:' || NEW.webhook_id, 1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER delivery_history_counters_del AFTER DELETE ON delivery_history BEGIN
-    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES (OLD.tenant_id, 'deliveries', 'w:' || OLD.webhook_id, -1)
-        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + (-1);
+    INSERT INTO list_counts (tenant_id, kind, bucket, n) VALUES
+        (OLD.tenant_id, 'deliveries', 'w:' || OLD.webhook_id, -1)
+        ON CONFLICT (tenant_id, kind, bucket) DO UPDATE SET n = n + excluded.n;
 END;
 -- +goose StatementEnd
 

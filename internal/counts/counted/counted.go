@@ -13,11 +13,13 @@
 //
 // To count a new list or bucket: add it to Lists, set Migration to a new
 // version (a migration that shipped never changes: databases that ran it
-// would not see the change), run go generate ./internal/counts, and add
-// its Key constructor in internal/counts. The migration replaces every
-// counting trigger and recounts from the rows, so the new bucket starts
-// complete. internal/counts tests that the generated files are fresh and
-// that the triggers keep exactly what the statements compute.
+// would not see the change), run go generate ./internal/counts, put the
+// previous generation's Up at the end of the new migration's Down (below
+// DownMarker: it restores what was there), and add its Key constructor in
+// internal/counts. The migration replaces every counting trigger and
+// recounts from the rows, so the new bucket starts complete.
+// internal/counts tests that the generated files are fresh and that the
+// triggers keep exactly what the statements compute.
 package counted
 
 // Migration is the goose migration (both dialects) that installs the

@@ -45,7 +45,7 @@ func run(root string) error {
 		}
 		tail := counted.Split(string(old))
 		if tail == "" {
-			tail = counted.DownMarker + "\n-- TODO: restore the triggers of the previous generation.\n"
+			tail = counted.DownMarker + "\n-- TODO: the Up of the previous generation of this migration, which\n-- drops these triggers, creates its own and recounts.\n"
 		}
 		if err := os.WriteFile(path, []byte(render(counted.Lists, tail)), 0o644); err != nil {
 			return err
