@@ -242,3 +242,38 @@ func TestUpdatesWriteOnlyWhatMoves(t *testing.T) {
 		}
 	})
 }
+
+// TRUNCATE of one of the delivery log's two tables recounts the log from
+// the other (PostgreSQL; SQLite has no TRUNCATE, and its DELETE runs the
+// row triggers).
+func TestTruncateOfOneDeliveryTableKeepsTheOther(t *testing.T) {
+	d := testdb.Open(t, db.Postgres)
+	ctx, a := testdb.NewTenant(t, d, "acme")
+	for _, q := range []string{
+		"INSERT INTO users (tenant_id, id, email, name, role, password_hash) VALUES (?, 1, 'a@x', 'A', 'admin', '!')",
+		"INSERT INTO webhooks (tenant_id, id, event, target, active, secret_ciphertext, created_by_user_id) VALUES (?, 1, 'act.created', 'https://x.example', true, 'c', 1)",
+		"INSERT INTO events (tenant_id, id, kind, payload, occurred_at) SELECT ?, ('00000000-0000-4000-8000-00000000000' || i)::uuid, 'act.created', '{}', now() FROM generate_series(1, 5) i",
+		"INSERT INTO deliveries (tenant_id, id, webhook_id, event_id) SELECT ?, ('00000000-0000-4000-9000-00000000000' || i)::uuid, 1, ('00000000-0000-4000-8000-00000000000' || i)::uuid FROM generate_series(1, 2) i",
+		"INSERT INTO delivery_history (tenant_id, id, webhook_id, event_id, status) SELECT ?, ('00000000-0000-4000-9000-00000000000' || i)::uuid, 1, ('00000000-0000-4000-8000-00000000000' || i)::uuid, 'succeeded' FROM generate_series(3, 5) i",
+	} {
+		if err := d.Exec(q, a.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		stmt string
+		want int64
+	}{{"", 5}, {"TRUNCATE delivery_history", 2}, {"TRUNCATE deliveries", 0}} {
+		if c.stmt != "" {
+			if err := d.Exec(c.stmt).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := Total(ctx, d.DB, Deliveries(1)); err != nil || n != c.want {
+			t.Errorf("after %q: %d %v, want %d", c.stmt, n, err, c.want)
+		}
+	}
+	if ms, err := Check(ctx, d.DB); err != nil || len(ms) != 0 {
+		t.Errorf("Check: %v %v", ms, err)
+	}
+}
