@@ -1,15 +1,15 @@
 // Package counts reads the per-tenant list totals and id blocks that the
-// database keeps with triggers (migration 00060), so that no list request
-// counts or skips over the tenant's rows (ARCHITECTURE.md, Lists at scale).
+// database keeps with triggers, so that no list request counts or skips
+// over the tenant's rows (ARCHITECTURE.md, Lists at scale).
 //
 // A list's total is one primary-key read of list_counts; a deep page of an
 // id-ordered list finds its first row by summing list_blocks (one row per
 // 1,024 ids) instead of reading every row before it; acts, listed newest
 // first, do the same from the other end with their seq numbers
-// (SeekNewest). Adding a filter to a list means adding its bucket to the
-// triggers (a migration, both dialects), to the statement of what is
-// counted below (truthCounts; a test fails until the two agree), and a Key
-// constructor here.
+// (SeekNewest). What is counted is declared once, in counted.Lists: the
+// triggers (a generated migration, both dialects) and the statements
+// below are generated from it. Adding a filter to a list means adding its
+// bucket there, running go generate, and a Key constructor here.
 package counts
 
 import (
@@ -195,37 +195,14 @@ func walkBlocks(ctx context.Context, q *gorm.DB, kind string, offset int64, orde
 	return rows[0].Block, rows[0].Before, rows[0].Cum, true, nil
 }
 
-// truthCounts and truthBlocks are the one statement of what is counted:
-// they compute, from the rows themselves, what list_counts and list_blocks
-// must hold. Check and Rebuild use them, and the triggers are checked
-// against them (statement_internal_test.go: a bucket a trigger keeps and
-// the statement lacks fails, and so does the reverse).
-const truthCounts = `SELECT tenant_id, 'clients' AS kind, '' AS bucket, count(*) AS n FROM clients GROUP BY tenant_id
-UNION ALL SELECT tenant_id, 'clients', 'country:' || country, count(*) FROM clients GROUP BY tenant_id, country
-UNION ALL SELECT tenant_id, 'clients', 'org:' || org_number, count(*) FROM clients GROUP BY tenant_id, org_number
-UNION ALL SELECT tenant_id, 'templates', '', count(*) FROM templates GROUP BY tenant_id
-UNION ALL SELECT tenant_id, 'users', '', count(*) FROM users GROUP BY tenant_id
-UNION ALL SELECT tenant_id, 'acts', '', count(*) FROM acts GROUP BY tenant_id
-UNION ALL SELECT tenant_id, 'acts', 's:' || status, count(*) FROM acts GROUP BY tenant_id, status
-UNION ALL SELECT tenant_id, 'acts', 'c:' || client_id, count(*) FROM acts GROUP BY tenant_id, client_id
-UNION ALL SELECT tenant_id, 'acts', 'c:' || client_id || ':s:' || status, count(*) FROM acts GROUP BY tenant_id, client_id, status
-UNION ALL SELECT tenant_id, 'acts', 't:' || template_id, count(*) FROM acts GROUP BY tenant_id, template_id
-UNION ALL SELECT tenant_id, 'acts', 't:' || template_id || ':s:' || status, count(*) FROM acts GROUP BY tenant_id, template_id, status
-UNION ALL SELECT tenant_id, 'webhooks', '', count(*) FROM webhooks GROUP BY tenant_id
-UNION ALL SELECT tenant_id, 'webhooks', 'u:' || created_by_user_id, count(*) FROM webhooks GROUP BY tenant_id, created_by_user_id
-UNION ALL SELECT tenant_id, 'deliveries', 'w:' || webhook_id, count(*) FROM delivery_log GROUP BY tenant_id, webhook_id`
-
-const truthBlocks = `SELECT tenant_id, 'clients' AS kind, id >> 10 AS block, count(*) AS n FROM clients GROUP BY tenant_id, id >> 10
-UNION ALL SELECT tenant_id, 'clients:country:' || country, id >> 10, count(*) FROM clients GROUP BY tenant_id, country, id >> 10
-UNION ALL SELECT tenant_id, 'templates', id >> 10, count(*) FROM templates GROUP BY tenant_id, id >> 10
-UNION ALL SELECT tenant_id, 'users', id >> 10, count(*) FROM users GROUP BY tenant_id, id >> 10
-UNION ALL SELECT tenant_id, 'acts', seq >> 10, count(*) FROM acts GROUP BY tenant_id, seq >> 10
-UNION ALL SELECT tenant_id, 'acts:s:' || status, seq >> 10, count(*) FROM acts GROUP BY tenant_id, status, seq >> 10
-UNION ALL SELECT tenant_id, 'acts:t:' || template_id, seq >> 10, count(*) FROM acts GROUP BY tenant_id, template_id, seq >> 10`
-
-// counted are the tables the triggers count (a registration's delivery log
-// is both deliveries and delivery_history).
-var counted = []string{"clients", "templates", "users", "acts", "webhooks", "deliveries", "delivery_history"}
+// truthCounts and truthBlocks (counts.gen.go, generated from
+// counted.Lists with the triggers) compute, from the rows themselves, what
+// list_counts and list_blocks must hold. Check and Rebuild use them, and
+// the triggers are checked against them (statement_internal_test.go: a
+// bucket a trigger keeps and the statement lacks fails, and so does the
+// reverse).
+//
+//go:generate go run ./cmd/gencounts
 
 // Mismatch is one stored total that differs from the rows.
 type Mismatch struct {
