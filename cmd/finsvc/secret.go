@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/idempotency"
 	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/mfa"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 )
@@ -25,7 +27,7 @@ func init() {
 // sealedColumns is every sealed column of the database, each declared by
 // the package that owns its table.
 func sealedColumns() []sealing.Column {
-	return append(registry.SealedColumns(), idempotency.SealedColumns()...)
+	return slices.Concat(registry.SealedColumns(), idempotency.SealedColumns(), mfa.SealedColumns())
 }
 
 // secretDB parses the flags of a secret subcommand, opens the database and
