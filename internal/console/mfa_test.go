@@ -338,3 +338,103 @@ func TestPolicyRouteWalk(t *testing.T) {
 		t.Fatalf("a member on the policy page: %d", got.code)
 	}
 }
+
+// enrolStore gives p an authenticator through the store (no browser
+// session knows of it) and returns its secret.
+func enrolStore(t *testing.T, env *apitest.Env, o *org, p person) string {
+	t.Helper()
+	m := env.App.MFA()
+	e, err := m.BeginTOTP(o.Ctx, p.id, p.email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ConfirmTOTP(o.Ctx, p.id, totpCode(t, e.Key.Secret(), time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	return e.Key.Secret()
+}
+
+// TestStepUp: a user with a second factor not given on this session is
+// sent to give it before revealing a webhook secret, changing a role,
+// issuing a one-time password or changing the policy; after it, the
+// reveal still asks for the password, and the rest go on. A user without
+// a factor keeps the password re-prompt alone.
+func TestStepUp(t *testing.T) {
+	env := newEnv(t)
+	o := newOrg(t, env, "acme")
+	wh := o.webhook(t, o.admin, "https://127.0.0.1:9/hook")
+	mine := o.webhook(t, o.member, "https://127.0.0.1:9/member")
+	a := o.client(t)
+	a.login(o.admin)
+	secret := enrolStore(t, env, o, o.admin)
+	secretPage := fmt.Sprintf("/console/webhooks/%d/secret", wh.Id)
+	if r := a.do("GET", secretPage, nil); r.code != http.StatusSeeOther || r.location != "/login/confirm?next="+url.QueryEscape(secretPage) {
+		t.Fatalf("reveal without a fresh factor: %d %q", r.code, r.location)
+	}
+	users := a.do("GET", "/console/users", nil)
+	tok := csrf(t, users.body)
+	for path, form := range map[string]url.Values{
+		fmt.Sprintf("/console/users/%d/role", o.viewer.id):              {"csrf_token": {tok}, "role": {"member"}},
+		fmt.Sprintf("/console/users/%d/one-time-password", o.viewer.id): {"csrf_token": {tok}},
+		"/console/security": {"csrf_token": {tok}, "policy": {"admins"}},
+	} {
+		if r := a.do("POST", path, form); r.code != http.StatusSeeOther || !strings.HasPrefix(r.location, "/login/confirm?") {
+			t.Fatalf("POST %s without a fresh factor: %d %q", path, r.code, r.location)
+		}
+	}
+	if p, _ := env.App.MFA().Policy(o.Ctx); p != mfa.PolicyOff {
+		t.Fatalf("the policy changed without a step-up: %s", p)
+	}
+	sp := a.do("GET", "/login/confirm?next="+url.QueryEscape(secretPage), nil)
+	if sp.code != http.StatusOK {
+		t.Fatalf("step-up page: %d", sp.code)
+	}
+	code := totpCode(t, secret, time.Now().Add(mfa.Period*time.Second))
+	if r := a.do("POST", "/login/confirm", url.Values{"csrf_token": {csrf(t, sp.body)}, "code": {code}, "next": {secretPage}}); r.code != http.StatusSeeOther || r.location != secretPage {
+		t.Fatalf("step-up: %d %q", r.code, r.location)
+	}
+	page := a.do("GET", secretPage, nil)
+	if page.code != http.StatusOK || !strings.Contains(page.body, `id="reveal-form"`) {
+		t.Fatalf("reveal page after the step-up: %d", page.code)
+	}
+	if r := a.do("POST", secretPage, url.Values{"csrf_token": {csrf(t, page.body)}, "password": {password}}); r.code != http.StatusSeeOther {
+		t.Fatalf("reveal after the step-up: %d", r.code)
+	}
+	if shown := a.do("GET", secretPage, nil); revealed(shown.body)["current"] != wh.Secret {
+		t.Fatal("the secret was not revealed after the step-up")
+	}
+	users = a.do("GET", "/console/users", nil)
+	if r := a.do("POST", fmt.Sprintf("/console/users/%d/role", o.viewer.id), url.Values{"csrf_token": {csrf(t, users.body)}, "role": {"member"}}); r.code != http.StatusSeeOther || r.location != "/console/users" {
+		t.Fatalf("role change after the step-up: %d %q", r.code, r.location)
+	}
+
+	// Without a factor: the password re-prompt, no step-up.
+	m := o.client(t)
+	m.login(o.member)
+	memberSecret := fmt.Sprintf("/console/webhooks/%d/secret", mine.Id)
+	if r := m.do("GET", memberSecret, nil); r.code != http.StatusOK || !strings.Contains(r.body, `id="password"`) {
+		t.Fatalf("reveal page of a user without a factor: %d %q", r.code, r.location)
+	}
+
+	// An admin's reset of the member's factor: audited, told at sign-in.
+	enrolStore(t, env, o, o.member)
+	_, tokReset := a.ask("/console/users", fmt.Sprintf("/console/users/%d/reset-mfa", o.member.id))
+	if r := a.do("POST", fmt.Sprintf("/console/users/%d/reset-mfa", o.member.id), url.Values{"csrf_token": {tokReset}}); r.code != http.StatusSeeOther {
+		t.Fatalf("reset: %d %s", r.code, r.body)
+	}
+	if st, _ := env.App.MFA().Status(o.Ctx, o.member.id); st.Has() {
+		t.Fatal("the member still has a factor after the reset")
+	}
+	var n int64
+	env.DB.Model(&audit.Row{}).Where("action = ? AND actor_user_id = ? AND target_id = ?", audit.MFARemoved, o.admin.id, fmt.Sprint(o.member.id)).Count(&n)
+	if n != 1 {
+		t.Fatalf("%d reset records, want 1", n)
+	}
+	m2 := o.client(t)
+	if r := m2.password(o.member, "/console/webhooks"); r.code != http.StatusSeeOther || r.location != "/console/webhooks" {
+		t.Fatalf("the member's sign-in after the reset: %d %q", r.code, r.location)
+	}
+	if land := m2.do("GET", "/console/webhooks", nil); !strings.Contains(land.body, "An admin removed your second factor") {
+		t.Fatalf("the member was not told of the reset: %s", land.body)
+	}
+}

@@ -53,6 +53,7 @@ type factorPage struct {
 func (s *Service) afterPassword(c echo.Context, u *users.User, next string) (signedIn bool, err error) {
 	ctx := c.Request().Context()
 	stage := ""
+	var told func() error
 	if s.mfa != nil {
 		st, err := s.mfa.Status(ctx, u.ID)
 		if err != nil {
@@ -81,15 +82,18 @@ func (s *Service) afterPassword(c echo.Context, u *users.User, next string) (sig
 			if !required {
 				dest = pathOf(s.destination(u, next))
 			}
-			defer func() {
-				if err == nil {
-					err = s.SetFlash(c, u.ID, dest, &notice{Notice: "An admin removed your second factor. Set up a new one under Account."})
-				}
-			}()
+			told = func() error {
+				return s.SetFlash(c, u.ID, dest, &notice{Notice: "An admin removed your second factor. Set up a new one under Second factor."})
+			}
 		}
 	}
 	if err := s.startSession(c, u.ID, stage, "pwd", nil); err != nil {
 		return false, err
+	}
+	if told != nil {
+		if err := told(); err != nil {
+			return false, err
+		}
 	}
 	if stage == web.StageEnrol {
 		return true, c.Redirect(http.StatusSeeOther, web.AccountPath+"?next="+url.QueryEscape(next))
