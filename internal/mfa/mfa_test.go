@@ -291,3 +291,40 @@ func TestResealCovers(t *testing.T) {
 		}
 	})
 }
+
+// TestCodeAcceptedOnceRacing: the same code sent by several requests at
+// once is accepted by exactly one (the row lock orders them, and the
+// others see the step already used); a recovery code likewise.
+func TestCodeAcceptedOnceRacing(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := setup(t, d)
+		secret, rec := f.enrol(t)
+		f.clk.Add(mfa.Period * time.Second)
+		for _, c := range []string{code(t, secret, f.clk.Now()), rec[0]} {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			ok, refused := 0, 0
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := f.s.Verify(f.ctx, f.u.ID, c)
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil:
+						ok++
+					case apperr.Is(err, apperr.Unauthenticated):
+						refused++
+					default:
+						t.Errorf("verify: %v", err)
+					}
+				}()
+			}
+			wg.Wait()
+			if ok != 1 || refused != 7 {
+				t.Fatalf("8 concurrent uses of one code: %d accepted, %d refused; want 1 and 7", ok, refused)
+			}
+		}
+	})
+}

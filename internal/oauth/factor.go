@@ -32,6 +32,10 @@ import (
 // Stages of a half session (webSession.Stage).
 const stageFactor = "factor"
 
+// HalfSessionTTL is how long a sign-in may wait for its second factor or
+// its enrolment before the password must be typed again.
+const HalfSessionTTL = 15 * time.Minute
+
 // StepUpWindow is how long a second factor counts as fresh for a
 // sensitive action (RequireStepUp).
 const StepUpWindow = 5 * time.Minute

@@ -86,12 +86,16 @@ func (s *Service) startSession(c echo.Context, userID int64, stage, amr string, 
 	}
 	ctx := c.Request().Context()
 	id := randomToken()
+	ttl := SessionTTL
+	if stage != "" {
+		ttl = HalfSessionTTL
+	}
 	row := webSession{TenantID: tenant.ID(ctx), IDHash: sha256Hex(id), UserID: userID,
-		ExpiresAt: s.now().UTC().Add(SessionTTL), CreatedAt: s.now().UTC(), Stage: stage, AMR: amr, FactorAt: factorAt}
+		ExpiresAt: s.now().UTC().Add(ttl), CreatedAt: s.now().UTC(), Stage: stage, AMR: amr, FactorAt: factorAt}
 	if err := s.db.DB.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("oauth: create session: %w", err)
 	}
-	s.setCookie(c, sessionCookie, id, int(SessionTTL/time.Second))
+	s.setCookie(c, sessionCookie, id, int(ttl/time.Second))
 	// Later reads in this request see the new session.
 	kept := c.Request().Cookies()
 	c.Request().Header.Del("Cookie")
