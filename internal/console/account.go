@@ -114,7 +114,7 @@ func (cs *Console) accountView(r *req, status int, msg string, errs fieldErrors)
 	if status == http.StatusOK && cs.d.Sessions.TakeFlash(r.Context, r.user.ID, web.AccountPath, &f) {
 		notice, p.Recovery = f.Notice, f.Recovery
 	}
-	title := "Account"
+	title := "Second factor"
 	if p.Enrol {
 		title = "Set up a second factor"
 	}
