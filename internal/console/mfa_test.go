@@ -430,6 +430,11 @@ func TestStepUp(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d reset records, want 1", n)
 	}
+	_, tokAgain := a.ask("/console/users", fmt.Sprintf("/console/users/%d/reset-mfa", o.member.id))
+	a.do("POST", fmt.Sprintf("/console/users/%d/reset-mfa", o.member.id), url.Values{"csrf_token": {tokAgain}})
+	if r := a.do("GET", "/console/users", nil); !strings.Contains(r.body, "has no second factor: nothing was removed") {
+		t.Fatal("resetting a user without a factor does not say so")
+	}
 	m2 := o.client(t)
 	if r := m2.password(o.member, "/console/webhooks"); r.code != http.StatusSeeOther || r.location != "/console/webhooks" {
 		t.Fatalf("the member's sign-in after the reset: %d %q", r.code, r.location)

@@ -105,6 +105,13 @@ func (cs *Console) resetMFA(r *req) error {
 	if err != nil {
 		return err
 	}
+	st, err := cs.d.MFA.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !st.Has() && st.RecoveryRemaining == 0 {
+		return cs.done(r, "/console/users", flash{Notice: fmt.Sprintf("%s has no second factor: nothing was removed.", u.Email)})
+	}
 	if err := cs.d.MFA.Remove(ctx, audit.UserActor(r.user.ID), id); err != nil {
 		return err
 	}
