@@ -118,7 +118,7 @@ func runSecretStatus(ctx context.Context, c *cli, args []string) error {
 func runSecretReseal(ctx context.Context, c *cli, args []string) error {
 	batch := 500
 	d, ring, err := secretDB(ctx, c, args, "reseal",
-		"Re-seals every sealed value not under the current secret (webhook secrets and\ntheir previous secrets, stored idempotent responses) under the current one, in\nbatches, each committed on its own: safe to run while replicas serve, to\ninterrupt and to run again (it resumes). Every replica must already have the\ncurrent secret in its ring. Afterwards finsvc secret status shows 0 values under\nother keys, and the previous secrets can leave the ring.",
+		"Re-seals every sealed value not under the current secret (webhook secrets and\ntheir previous secrets, stored idempotent responses, TOTP secrets) under the current one, in\nbatches, each committed on its own: safe to run while replicas serve, to\ninterrupt and to run again (it resumes). Every replica must already have the\ncurrent secret in its ring. Afterwards finsvc secret status shows 0 values under\nother keys, and the previous secrets can leave the ring.",
 		func(fs *flag.FlagSet) { fs.IntVar(&batch, "batch", batch, "rows per transaction") })
 	if err != nil {
 		return err
