@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/idempotency"
 	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/mfa"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 )
@@ -25,7 +27,7 @@ func init() {
 // sealedColumns is every sealed column of the database, each declared by
 // the package that owns its table.
 func sealedColumns() []sealing.Column {
-	return append(registry.SealedColumns(), idempotency.SealedColumns()...)
+	return slices.Concat(registry.SealedColumns(), idempotency.SealedColumns(), mfa.SealedColumns())
 }
 
 // secretDB parses the flags of a secret subcommand, opens the database and
@@ -116,7 +118,7 @@ func runSecretStatus(ctx context.Context, c *cli, args []string) error {
 func runSecretReseal(ctx context.Context, c *cli, args []string) error {
 	batch := 500
 	d, ring, err := secretDB(ctx, c, args, "reseal",
-		"Re-seals every sealed value not under the current secret (webhook secrets and\ntheir previous secrets, stored idempotent responses) under the current one, in\nbatches, each committed on its own: safe to run while replicas serve, to\ninterrupt and to run again (it resumes). Every replica must already have the\ncurrent secret in its ring. Afterwards finsvc secret status shows 0 values under\nother keys, and the previous secrets can leave the ring.",
+		"Re-seals every sealed value not under the current secret (webhook secrets and\ntheir previous secrets, stored idempotent responses, TOTP secrets) under the current one, in\nbatches, each committed on its own: safe to run while replicas serve, to\ninterrupt and to run again (it resumes). Every replica must already have the\ncurrent secret in its ring. Afterwards finsvc secret status shows 0 values under\nother keys, and the previous secrets can leave the ring.",
 		func(fs *flag.FlagSet) { fs.IntVar(&batch, "batch", batch, "rows per transaction") })
 	if err != nil {
 		return err

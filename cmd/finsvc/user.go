@@ -7,6 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/finsvc/finsvc/internal/audit"
+	"github.com/finsvc/finsvc/internal/mfa"
+	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/users"
 )
@@ -77,5 +80,78 @@ func runUserCreate(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "(a one-time password: it works for one sign-in until %s, which leads to choosing a password)\n",
 			u.PasswordExpiresAt.UTC().Format(time.RFC3339))
 	}
+	return nil
+}
+
+func init() {
+	registerSub("user", "manage users", &command{name: "reset-mfa", synopsis: "remove a user's second factor: user reset-mfa --tenant T --email E", run: runUserResetMFA})
+}
+
+// runUserResetMFA removes a user's second factor (authenticator and
+// recovery codes), for a last admin locked out with neither: audited as
+// the service's own action, and the user is told at their next sign-in.
+func runUserResetMFA(ctx context.Context, c *cli, args []string) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	fs := flagSet("user reset-mfa")
+	cfg.RegisterFlagsOnly(fs, dbFlags...)
+	slug := fs.String("tenant", "", "tenant `slug` (required)")
+	email := fs.String("email", "", "the user's email address (required)")
+	usage := func(w io.Writer) {
+		printFlags(w, fs, "finsvc user reset-mfa --tenant T --email E [flags]",
+			"Removes a user's second factor (their authenticator app and recovery codes):\nthey sign in with their password alone until they set up a new one (at once\nwhen the tenant's policy requires one of them). Recorded in the audit log.")
+	}
+	pos, err := parse(c, fs, args, usage)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	for flagName, v := range map[string]string{"tenant": *slug, "email": *email} {
+		if v == "" {
+			return usagef("--%s is required", flagName)
+		}
+	}
+	if err := validate(cfg); err != nil {
+		return err
+	}
+	d, t, err := openTenantDB(ctx, cfg, c, *slug)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ring, err := resolveRing(cfg, d)
+	if err != nil {
+		return err
+	}
+	box, err := sealing.NewFor(ring, mfa.SealPurpose)
+	if err != nil {
+		return err
+	}
+	us := users.NewStore(d)
+	store, err := mfa.New(d, box, us, "finsvc")
+	if err != nil {
+		return err
+	}
+	tctx := tenant.NewContext(ctx, t)
+	u, err := us.ByEmail(tctx, *email)
+	if err != nil {
+		return err
+	}
+	st, err := store.Status(tctx, u.ID)
+	if err != nil {
+		return err
+	}
+	if err := store.Remove(tctx, audit.SystemActor, u.ID); err != nil {
+		return err
+	}
+	if !st.Has() && st.RecoveryRemaining == 0 {
+		fmt.Fprintf(c.stdout, "user %d %s in tenant %s has no second factor: nothing to remove\n", u.ID, u.Email, t.Slug)
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "removed the second factor of user %d %s in tenant %s; they are told at their next sign-in\n", u.ID, u.Email, t.Slug)
 	return nil
 }

@@ -57,6 +57,7 @@ import (
 	"github.com/finsvc/finsvc/internal/idempotency"
 	"github.com/finsvc/finsvc/internal/janitor"
 	"github.com/finsvc/finsvc/internal/metrics"
+	"github.com/finsvc/finsvc/internal/mfa"
 	"github.com/finsvc/finsvc/internal/oauth"
 	"github.com/finsvc/finsvc/internal/ratelimit"
 	"github.com/finsvc/finsvc/internal/retention"
@@ -160,12 +161,14 @@ func WithPasswordHashing(p users.HashParams) Option {
 
 // App is the assembled service.
 type App struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	db      *db.DB
-	oauth   *oauth.Service
-	metrics *metrics.Metrics
-	handler http.Handler
+	cfg   *config.Config
+	log   *slog.Logger
+	db    *db.DB
+	oauth *oauth.Service
+	// mfaStore is the second factor's store (MFA).
+	mfaStore *mfa.Store
+	metrics  *metrics.Metrics
+	handler  http.Handler
 	// services are the domain stores, built once (Services).
 	services httpapi.Services
 
@@ -236,6 +239,7 @@ type assembly struct {
 	authn         httpapi.Authenticator
 	tenants       httpapi.TenantResolver
 	console       *console.Console
+	mfa           *mfa.Store
 }
 
 // openTracing sets up tracing from the environment unless a tracer
@@ -356,9 +360,35 @@ func (a *App) readPolicy(b *assembly) error {
 func (a *App) buildOAuth(b *assembly) error {
 	b.nav = slices.Concat(console.Nav, oauth.Nav)
 	var err error
-	a.oauth, err = oauth.New(a.db, a.cfg, a.log, b.users, oauth.WithBudget(b.limiter), oauth.WithPolicy(b.policy), oauth.WithNav(b.nav))
+	if b.mfa, err = a.buildMFA(b); err != nil {
+		return err
+	}
+	a.mfaStore = b.mfa
+	a.oauth, err = oauth.New(a.db, a.cfg, a.log, b.users, oauth.WithBudget(b.limiter), oauth.WithPolicy(b.policy), oauth.WithNav(b.nav),
+		oauth.WithMFA(b.mfa))
 	return err
 }
+
+// buildMFA builds the second-factor store: TOTP secrets sealed under a
+// key of their own, recovery codes hashed by the user store.
+func (a *App) buildMFA(b *assembly) (*mfa.Store, error) {
+	ring, err := a.cfg.Ring()
+	if err != nil {
+		return nil, fmt.Errorf("app: the key ring is not resolved (FINSVC_SECRET): %w", err)
+	}
+	box, err := sealing.NewFor(ring, mfa.SealPurpose)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	var opts []mfa.Option
+	if b.o.now != nil {
+		opts = append(opts, mfa.WithClock(b.o.now))
+	}
+	return mfa.New(a.db, box, b.users, "finsvc", opts...)
+}
+
+// MFA is the second-factor store (the CLI's reset-mfa, tests).
+func (a *App) MFA() *mfa.Store { return a.mfaStore }
 
 // buildJobs builds the background jobs Start runs, and the metrics.
 func (a *App) buildJobs(*assembly) error {
@@ -433,7 +463,8 @@ func (a *App) buildServices(b *assembly) error {
 	}
 	s := a.services
 	b.console, err = console.New(console.Deps{Sessions: a.oauth, Webhooks: s.Webhooks, Acts: s.Acts,
-		Users: s.Users, Audit: s.Audit, Apps: a.oauth.Store(), Logger: a.log, Policy: b.policy, EventTypes: eventTypes, Nav: b.nav})
+		Users: s.Users, Audit: s.Audit, Apps: a.oauth.Store(), Logger: a.log, Policy: b.policy, EventTypes: eventTypes, Nav: b.nav,
+		MFA: b.mfa})
 	return err
 }
 

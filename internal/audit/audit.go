@@ -71,6 +71,16 @@ const (
 	// its grant (the target).
 	TokenReuseRevoked       = "token.reuse_revoked"
 	IdempotentReplayRefused = "idempotency.replay_refused"
+	// The second factor (internal/mfa). MFAVerified is each use of a
+	// factor (outcome failure: a wrong or replayed code); MFARecoveryUsed
+	// a recovery code spent; MFARemoved by the user or, for another user,
+	// an admin (the reset); MFAPolicyChanged targets the tenant.
+	MFAEnrolled            = "mfa.enrolled"
+	MFARemoved             = "mfa.removed"
+	MFAVerified            = "mfa.verified"
+	MFARecoveryUsed        = "mfa.recovery_code_used"
+	MFARecoveryRegenerated = "mfa.recovery_codes_regenerated"
+	MFAPolicyChanged       = "mfa.policy_changed"
 )
 
 // Outcomes.
@@ -93,6 +103,7 @@ const (
 	TargetWebhook = "webhook"
 	TargetApp     = "app"
 	TargetToken   = "token"
+	TargetTenant  = "tenant"
 	// TargetIdempotencyKey's id is the SHA-256 (hex) of the key as sent:
 	// keys are chosen by callers and may carry anything.
 	TargetIdempotencyKey = "idempotency_key"

@@ -28,6 +28,7 @@ import (
 	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/auth"
 	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/mfa"
 	"github.com/finsvc/finsvc/internal/page"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/textinput"
@@ -52,6 +53,12 @@ type Sessions interface {
 	ConfirmPassword(c echo.Context, u *users.User, password string) error
 	SetFlash(c echo.Context, userID int64, path string, v any) error
 	TakeFlash(c echo.Context, userID int64, path string, v any) bool
+	// The second factor (account.go, security.go): the session at any
+	// stage, a factor just given (a new session id), and the step-up
+	// before a sensitive action (false: the browser was sent to give it).
+	SignIn(c echo.Context) (*web.SignIn, error)
+	SecondFactorGiven(c echo.Context, method string) error
+	RequireStepUp(c echo.Context, u *users.User, back string) (bool, error)
 }
 
 // Deps are the services the console calls, built by internal/app.
@@ -60,6 +67,7 @@ type Deps struct {
 	Webhooks *registry.Store
 	Acts     *acts.Store
 	Users    *users.Store
+	MFA      *mfa.Store
 	Audit    *audit.Log
 	Logger   *slog.Logger
 	// Policy is the operation policy the pages ask, the API's.
@@ -81,6 +89,8 @@ var Nav = web.Nav{
 	{Key: "acts", Label: "Acts", Path: "/console/acts"},
 	{Key: "users", Label: "Users", Path: "/console/users", Op: auth.OpListUsers},
 	{Key: "audit", Label: "Audit log", Path: "/console/audit", Op: auth.OpListAuditLog},
+	{Key: "security", Label: "Sign-in security", Path: securityPath, Op: auth.OpUpdateUser},
+	{Key: "account-security", Label: "Second factor", Path: web.AccountPath},
 }
 
 // Console serves the console pages.
@@ -91,7 +101,7 @@ type Console struct {
 
 // New parses the pages; it fails when a dependency is missing.
 func New(d Deps) (*Console, error) {
-	if d.Sessions == nil || d.Webhooks == nil || d.Acts == nil || d.Users == nil || d.Logger == nil || d.Policy == nil {
+	if d.Sessions == nil || d.Webhooks == nil || d.Acts == nil || d.Users == nil || d.MFA == nil || d.Logger == nil || d.Policy == nil {
 		return nil, errors.New("console: every dependency is required (internal/app builds them)")
 	}
 	if len(d.Nav) == 0 {
@@ -121,9 +131,9 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/webhooks/:id/target", h(cs.post(cs.changeTarget)))
 	e.POST("/console/webhooks/:id/replay", h(cs.post(cs.replayFailed)))
 	e.POST("/console/webhooks/:id/test", h(cs.post(cs.testWebhook)))
-	e.POST("/console/webhooks/:id/rotate", h(cs.confirmed(cs.askRotate, cs.rotateWebhook)))
-	e.GET("/console/webhooks/:id/secret", h(cs.secret))
-	e.POST("/console/webhooks/:id/secret", h(cs.post(cs.revealSecret)))
+	e.POST("/console/webhooks/:id/rotate", h(cs.stepped(cs.confirmed(cs.askRotate, cs.rotateWebhook))))
+	e.GET("/console/webhooks/:id/secret", h(cs.stepped(cs.secret)))
+	e.POST("/console/webhooks/:id/secret", h(cs.post(cs.stepped(cs.revealSecret))))
 	e.POST("/console/webhooks/:id/disable", h(cs.confirmed(cs.askDisable, cs.setActive(false))))
 	e.POST("/console/webhooks/:id/enable", h(cs.post(cs.setActive(true))))
 	e.POST("/console/webhooks/:id/delete", h(cs.confirmed(cs.askDelete, cs.deleteWebhook)))
@@ -134,10 +144,21 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.GET("/console/users", h(cs.users))
 	e.GET("/console/audit", h(cs.auditLog))
 	e.POST("/console/users", h(cs.post(cs.createUser)))
-	e.POST("/console/users/:id/role", h(cs.post(cs.changeRole)))
+	e.POST("/console/users/:id/role", h(cs.post(cs.stepped(cs.changeRole))))
 	e.POST("/console/users/:id/deactivate", h(cs.confirmed(cs.askDeactivate, cs.deactivateUser)))
 	e.POST("/console/users/:id/reactivate", h(cs.post(cs.reactivateUser)))
-	e.POST("/console/users/:id/one-time-password", h(cs.post(cs.issueOneTimePassword)))
+	e.POST("/console/users/:id/one-time-password", h(cs.post(cs.stepped(cs.issueOneTimePassword))))
+	// The second factor: the account page (a sign-in the policy holds at
+	// enrolment reaches its enrolment only), the policy, an admin's reset.
+	en := cs.enrolling
+	e.GET(web.AccountPath, en(cs.account))
+	e.POST(web.AccountPath+"/totp", en(cs.post(cs.beginTOTP)))
+	e.POST(web.AccountPath+"/totp/confirm", en(cs.post(cs.confirmTOTP)))
+	e.POST(web.AccountPath+"/recovery", h(cs.post(cs.stepped(cs.regenerateRecovery))))
+	e.POST(web.AccountPath+"/remove", h(cs.stepped(cs.confirmed(cs.askRemoveFactor, cs.removeFactor))))
+	e.GET(securityPath, h(cs.security))
+	e.POST(securityPath, h(cs.post(cs.stepped(cs.setPolicy))))
+	e.POST("/console/users/:id/reset-mfa", h(cs.stepped(cs.confirmed(cs.askResetMFA, cs.resetMFA))))
 }
 
 // req is one console request: the signed-in user as the principal the

@@ -48,6 +48,10 @@ func (s *Service) Routes(e *echo.Echo) {
 	e.GET("/login", page(s.handleLoginPage))
 	e.POST("/login", page(s.handleLogin))
 	e.POST("/logout", page(s.handleLogout))
+	e.GET(web.FactorPath, page(s.handleFactorPage))
+	e.POST(web.FactorPath, page(s.handleFactor))
+	e.GET(web.StepUpPath, page(s.handleStepUpPage))
+	e.POST(web.StepUpPath, page(s.handleStepUp))
 	e.GET("/developer/my-apps", page(s.handleApps))
 	e.POST("/developer/my-apps", page(s.handleCreateApp))
 	e.POST("/developer/my-apps/:id/rotate", page(s.handleRotateApp))
@@ -113,6 +117,8 @@ type page struct {
 	Authorized []store.AuthorizedApp
 	// password
 	Password *passwordPage
+	// the second factor's code form (factor.go)
+	Factor *factorPage
 	// a destructive action's question (askFirst), and what the last one did
 	Notice string
 }
@@ -199,6 +205,10 @@ func (s *Service) landing(u *users.User) string {
 // session that is no longer valid (it expired, or was ended elsewhere),
 // the sign-in page says so.
 func (s *Service) LoginRedirect(c echo.Context, next string) error {
+	// A sign-in half done goes on where it stopped (factor.go).
+	if half, err := s.halfRedirect(c, next); half || err != nil {
+		return err
+	}
 	q := url.Values{"next": {next}}
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
 		q.Set("expired", "1")
@@ -291,17 +301,11 @@ func (s *Service) handleLogin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.startSession(c, u.ID); err != nil {
-		return err
-	}
-	if u.PasswordChangeRequired {
-		// A one-time password: choosing one comes before anything else.
-		return c.Redirect(http.StatusSeeOther, web.PasswordPath+"?next="+url.QueryEscape(next))
-	}
-	if next == "" {
-		next = s.landing(u)
-	}
-	return c.Redirect(http.StatusSeeOther, next)
+	// A one-time password: choosing one comes before anything else
+	// (signedIn), after the second factor (factor.go).
+	signedIn, err := s.afterPassword(c, u, next)
+	succeeded = signedIn && err == nil
+	return err
 }
 
 func (s *Service) handleLogout(c echo.Context) error {
@@ -401,6 +405,9 @@ func (s *Service) handleCreateApp(c echo.Context) error {
 	if !s.checkCSRF(c, "developer", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
 	}
+	if fresh, err := s.RequireStepUp(c, u, appsPath); !fresh || err != nil {
+		return err
+	}
 	// The body's fields only: a value in the URL would land in logs and
 	// the browser's history.
 	_ = c.Request().ParseForm()
@@ -434,6 +441,9 @@ func (s *Service) handleRotateApp(c echo.Context) error {
 	}
 	if !s.checkCSRF(c, "developer", "") {
 		return s.errorPage(c, http.StatusForbidden, "Session expired", "The form expired or was not sent by this site.")
+	}
+	if fresh, err := s.RequireStepUp(c, u, appsPath); !fresh || err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	id, ok := appID(c)

@@ -24,6 +24,7 @@ import (
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/mfa"
 	"github.com/finsvc/finsvc/internal/oauth/store"
 	"github.com/finsvc/finsvc/internal/users"
 	"github.com/finsvc/finsvc/internal/web"
@@ -55,6 +56,7 @@ type Service struct {
 	budget   Budget
 	policy   *auth.Policy
 	nav      web.Nav
+	mfa      *mfa.Store // nil: no second factor is asked (factor.go)
 }
 
 // Budget charges the token endpoints and the authorization pages to the rate

@@ -38,6 +38,14 @@ type webSession struct {
 	UserID    int64
 	ExpiresAt time.Time
 	CreatedAt time.Time
+	// Stage is how far the sign-in went: "" signed in, stageFactor
+	// waiting for the second factor, stageEnrol made to enrol one first
+	// (factor.go). Only a session at "" is a signed-in user.
+	Stage string
+	// AMR are the factors the sign-in used, space-separated ("pwd otp").
+	AMR string `gorm:"column:amr"`
+	// FactorAt is when the last second factor was given (step-up).
+	FactorAt *time.Time
 }
 
 func (webSession) TableName() string { return "web_sessions" }
@@ -68,44 +76,73 @@ func (s *Service) setCookie(c echo.Context, name, value string, maxAge int) {
 	})
 }
 
-// startSession logs the user in: a fresh session id (never one the client
-// chose, against fixation), stored as its SHA-256.
-func (s *Service) startSession(c echo.Context, userID int64) error {
+// startSession logs the user in (stage "") or half in (stageFactor,
+// stageEnrol) with the factors amr: a fresh session id (never one the
+// client chose, against fixation), stored as its SHA-256. The session the
+// browser had, if any, ends: each step of a sign-in rotates the id.
+func (s *Service) startSession(c echo.Context, userID int64, stage, amr string, factorAt *time.Time) error {
+	if err := s.endSession(c); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	id := randomToken()
+	ttl := SessionTTL
+	if stage != "" {
+		ttl = HalfSessionTTL
+	}
 	row := webSession{TenantID: tenant.ID(ctx), IDHash: sha256Hex(id), UserID: userID,
-		ExpiresAt: s.now().UTC().Add(SessionTTL), CreatedAt: s.now().UTC()}
+		ExpiresAt: s.now().UTC().Add(ttl), CreatedAt: s.now().UTC(), Stage: stage, AMR: amr, FactorAt: factorAt}
 	if err := s.db.DB.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("oauth: create session: %w", err)
 	}
-	s.setCookie(c, sessionCookie, id, int(SessionTTL/time.Second))
+	s.setCookie(c, sessionCookie, id, int(ttl/time.Second))
+	// Later reads in this request see the new session.
+	kept := c.Request().Cookies()
+	c.Request().Header.Del("Cookie")
+	for _, ck := range kept {
+		if ck.Name != sessionCookie {
+			c.Request().AddCookie(ck)
+		}
+	}
+	c.Request().AddCookie(&http.Cookie{Name: sessionCookie, Value: id})
 	return nil
 }
 
-// currentUser returns the signed-in user of this tenant, or nil.
-func (s *Service) currentUser(c echo.Context) (*users.User, error) {
+// session returns the browser's live session of this tenant at any stage,
+// with its user, or nil.
+func (s *Service) session(c echo.Context) (*webSession, *users.User, error) {
 	ck, err := c.Cookie(sessionCookie)
 	if err != nil || ck.Value == "" || len(ck.Value) > 128 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ctx := c.Request().Context()
 	var row webSession
 	err = tenant.Scope(ctx, s.db.DB).Where("id_hash = ?", sha256Hex(ck.Value)).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("oauth: load session: %w", err)
+		return nil, nil, fmt.Errorf("oauth: load session: %w", err)
 	}
 	if !row.ExpiresAt.After(s.now()) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	u, err := s.users.Get(ctx, row.UserID)
 	if apperr.Is(err, apperr.NotFound) {
-		return nil, nil // the user was deleted
+		return nil, nil, nil // the user was deleted
 	}
 	if err != nil {
-		return nil, fmt.Errorf("oauth: load session user: %w", err)
+		return nil, nil, fmt.Errorf("oauth: load session user: %w", err)
+	}
+	return &row, u, nil
+}
+
+// currentUser returns the signed-in user of this tenant, or nil (also for
+// a sign-in still waiting for its second factor or an enrolment).
+func (s *Service) currentUser(c echo.Context) (*users.User, error) {
+	row, u, err := s.session(c)
+	if row == nil || err != nil || row.Stage != "" {
+		return nil, err
 	}
 	return u, nil
 }
@@ -197,8 +234,18 @@ func (s *Service) LogoutToken(c echo.Context) string { return s.FormToken(c, "lo
 // same budget as guessing at /login: over it, apperr.TooManyRequests (and
 // Retry-After on the response) without checking the password. A wrong
 // password is users.VerifyPassword's apperr.Unauthenticated.
+//
+// A user with a second factor must also have given it within
+// StepUpWindow (RequireStepUp sends them to give it): otherwise
+// apperr.Unauthenticated before the password is looked at.
 func (s *Service) ConfirmPassword(c echo.Context, u *users.User, password string) error {
 	ctx := c.Request().Context()
+	if fresh, err := s.freshFactor(c, u); err != nil {
+		return err
+	} else if !fresh {
+		return apperr.E(apperr.Unauthenticated, "second factor not given recently").
+			WithField("password", "give your second factor again first (reload this page)")
+	}
 	done, wait, ok := s.logins.begin(tenant.ID(ctx), u.Email, clientaddr.From(c.Request(), s.cfg.TrustProxy))
 	if !ok {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))

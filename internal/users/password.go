@@ -114,3 +114,14 @@ func GeneratePassword() string {
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// HashSecret hashes a secret a person types that is not their password (a
+// recovery code of the second factor, internal/mfa) as passwords are
+// hashed, so one hashing policy covers every typed secret.
+func (s *Store) HashSecret(secret string) (string, error) { return s.hasher.hash(secret) }
+
+// MatchesSecret reports whether secret matches hash (made by HashSecret).
+func (s *Store) MatchesSecret(hash, secret string) bool {
+	ok, _, err := s.hasher.verify(hash, secret)
+	return err == nil && ok
+}

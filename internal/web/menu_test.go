@@ -30,9 +30,9 @@ func TestMenuFollowsThePolicy(t *testing.T) {
 		return strings.Join(ks, " ")
 	}
 	for role, want := range map[string]string{
-		auth.RoleViewer: "webhooks acts account password",
-		auth.RoleMember: "webhooks acts account password",
-		auth.RoleAdmin:  "webhooks acts users audit developer account password",
+		auth.RoleViewer: "webhooks acts account-security account password",
+		auth.RoleMember: "webhooks acts account-security account password",
+		auth.RoleAdmin:  "webhooks acts users audit security account-security developer account password",
 	} {
 		if got := keys(role); got != want {
 			t.Errorf("%s sees %q, want %q", role, got, want)
@@ -51,7 +51,7 @@ func TestMenuFollowsThePolicy(t *testing.T) {
 	for _, it := range nav.Menu(lenient, &users.User{ID: 1, Role: auth.RoleMember}) {
 		ks = append(ks, it.Key)
 	}
-	if got := strings.Join(ks, " "); got != "webhooks acts developer account password" {
+	if got := strings.Join(ks, " "); got != "webhooks acts account-security developer account password" {
 		t.Errorf("member under a lenient policy sees %q", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -46,6 +47,32 @@ const Home = "/console/webhooks"
 // their password there, and one who signed in with a one-time password is
 // sent there by every page until they have chosen one.
 const PasswordPath = "/account/password"
+
+// The second factor's pages. FactorPath (internal/oauth) asks for the
+// second factor after the password; StepUpPath (internal/oauth) asks for
+// it again before a sensitive action when the last one is older than a
+// few minutes; AccountPath (internal/console) is where a user enrols one,
+// and where the tenant's policy sends a user who must.
+const (
+	FactorPath  = "/login/factor"
+	StepUpPath  = "/login/confirm"
+	AccountPath = "/console/account"
+)
+
+// SignIn is a browser's session as the pages see it: its user, how far
+// the sign-in went (Stage: "" signed in, StageEnrol made to enrol a second
+// factor first), the factors it used (AMR: "pwd", "otp", "recovery") and
+// when the last second factor was given.
+type SignIn struct {
+	User     *users.User
+	Stage    string
+	AMR      []string
+	FactorAt *time.Time
+}
+
+// StageEnrol is the stage of a sign-in the tenant's policy holds at
+// enrolment.
+const StageEnrol = "enrol"
 
 var style, copyScript = asset("static/console.css"), asset("static/copy.js")
 

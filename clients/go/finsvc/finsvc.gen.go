@@ -1122,6 +1122,12 @@ type AuditRecord struct {
 	// - `token.revoked`: an app revoked a token at the revocation endpoint (the target is the token's grant, never the token).
 	// - `token.reuse_revoked`: a used authorization code or refresh token was presented again, and the service revoked every token of its grant (the app as actor, the grant as target).
 	// - `idempotency.replay_refused`: an `Idempotency-Key` was sent again with another path or body, and refused (`failure`; the target is the SHA-256 of the key, in hex).
+	// - `mfa.enrolled`: a user set up an authenticator app (`failure`: the first code was wrong).
+	// - `mfa.verified`: a second factor given at sign-in or before a sensitive action (`failure`: a wrong or already used code).
+	// - `mfa.recovery_code_used`: a recovery code signed the user in (it works once).
+	// - `mfa.recovery_codes_regenerated`: the user made new recovery codes (the old ones stop working).
+	// - `mfa.removed`: a user's second factor removed, by the user, an admin (the actor) or the command line (`system`).
+	// - `mfa.policy_changed`: an admin changed whom the organization requires a second factor of (the target is the tenant).
 	//
 	//
 	// Example: webhook.secret_rotated
@@ -1168,7 +1174,7 @@ type AuditTarget struct {
 	// Id The target's id (empty when unknown, as for a sign-in with an unknown email).
 	Id string `json:"id"`
 
-	// Type `user`, `webhook`, `app`, `token` (a grant), `idempotency_key`, ... (an open set).
+	// Type `user`, `webhook`, `app`, `token` (a grant), `idempotency_key`, `tenant`, ... (an open set).
 	//
 	// Example: webhook
 	Type string `json:"type"`
