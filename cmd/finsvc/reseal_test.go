@@ -11,6 +11,7 @@ import (
 	"github.com/finsvc/finsvc/gen/models"
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/config"
+	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/keyring"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tenant"
@@ -22,8 +23,10 @@ import (
 // idempotent response, all sealed by a service on the old secret, are
 // counted under the old key by `secret status`, moved under the new key by
 // `secret reseal` in batches with its progress printed, and then counted
-// under the new key only. With the old secret gone from the ring nothing is
-// lost: every webhook secret opens to what was handed out, and the keyed
+// under the new key only; a scan of every text column of the schema finds
+// sealed values only in the columns the commands know, and none under the
+// old key after the reseal. With the old secret gone from the ring nothing
+// is lost: every webhook secret opens to what was handed out, and the keyed
 // request replays its stored response.
 func TestSecretResealRealTables(t *testing.T) {
 	eachDialect(t, func(t *testing.T, env map[string]string) {
@@ -76,6 +79,21 @@ func TestSecretResealRealTables(t *testing.T) {
 		if t.Failed() {
 			return
 		}
+		// Every column of the schema that holds a sealed value is one
+		// the commands know (sealedColumns): nothing sealed escapes them.
+		known := map[string]bool{}
+		for _, c := range sealedColumns() {
+			known[c.String()] = true
+		}
+		found := sealedIn(t, env, "v2:%")
+		for col, n := range found {
+			if !known[col] {
+				t.Errorf("%s holds %d sealed values that finsvc secret status and reseal do not know", col, n)
+			}
+		}
+		if len(found) != len(known) {
+			t.Fatalf("sealed values found in %v, want in each of %v", found, known)
+		}
 
 		env["FINSVC_SECRET"], env["FINSVC_SECRET_PREVIOUS"] = newSecret, oldSecret
 		under := func(out, id string) int {
@@ -105,6 +123,9 @@ func TestSecretResealRealTables(t *testing.T) {
 		if r := exec(t, env, "secret", "reseal"); r.code != 0 || strings.Contains(r.stdout, "resealed") {
 			t.Fatalf("a second reseal: %+v", r)
 		}
+		if left := sealedIn(t, env, "v2:"+oldID+":%"); len(left) != 0 {
+			t.Fatalf("values under the old key left in the database: %v", left)
+		}
 
 		// The old secret leaves the ring: nothing is lost.
 		delete(env, "FINSVC_SECRET_PREVIOUS")
@@ -131,4 +152,40 @@ func TestSecretResealRealTables(t *testing.T) {
 			t.Fatalf("the keyed POST after the old secret left: replayed %q, %+v, want %+v", resp.Header.Get("Idempotent-Replayed"), replay, keyed)
 		}
 	})
+}
+
+// sealedIn counts, per table.column of the whole schema (every text
+// column of every table), the values LIKE pattern.
+func sealedIn(t *testing.T, env map[string]string, pattern string) map[string]int64 {
+	t.Helper()
+	d, err := openForTest(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	q := `SELECT m.name AS tab, p.name AS col, p.type AS typ FROM sqlite_master m JOIN pragma_table_info(m.name) p
+WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'`
+	if d.Dialect == db.Postgres {
+		q = `SELECT c.table_name AS tab, c.column_name AS col, c.data_type AS typ FROM information_schema.columns c
+JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'`
+	}
+	var cols []struct{ Tab, Col, Typ string }
+	if err := d.Raw(q).Scan(&cols).Error; err != nil || len(cols) == 0 {
+		t.Fatalf("the schema's columns: %d, %v", len(cols), err)
+	}
+	out := map[string]int64{}
+	for _, c := range cols {
+		if ty := strings.ToUpper(c.Typ); ty != "" && !strings.Contains(ty, "TEXT") && !strings.Contains(ty, "CHAR") {
+			continue
+		}
+		var n int64
+		if err := d.Raw(`SELECT count(*) FROM "`+c.Tab+`" WHERE "`+c.Col+`" LIKE ?`, pattern).Scan(&n).Error; err != nil {
+			t.Fatalf("%s.%s: %v", c.Tab, c.Col, err)
+		}
+		if n > 0 {
+			out[c.Tab+"."+c.Col] = n
+		}
+	}
+	return out
 }
