@@ -35,7 +35,7 @@ func TestCredentialsFromTheBodyOnly(t *testing.T) {
 		q = url.Values{"current_password": {testPassword}, "password": {next}, "password_confirm": {next}}
 		p = do(t, b, "POST", base+"/account/password?"+q.Encode(), url.Values{"csrf_token": {csrfOf(t, form.Body)}})
 		if p.Code == http.StatusSeeOther {
-			t.Fatalf("a password change from the query: %d %q", p.Code, p.Location)
+			t.Errorf("a password change from the query: %d %q", p.Code, p.Location)
 		}
 		if _, err := s.svcUsers().Authenticate(o.Ctx, o.email, testPassword); err != nil {
 			t.Fatalf("the password changed from the query: %v", err)
@@ -45,7 +45,7 @@ func TestCredentialsFromTheBodyOnly(t *testing.T) {
 		q = url.Values{"name": {"From the URL"}, "redirect_uris": {"https://app.example.com/cb"}, "scopes": {"acts:read"}}
 		p = do(t, b, "POST", base+"/developer/my-apps?"+q.Encode(), url.Values{"csrf_token": {csrfOf(t, form.Body)}})
 		if p.Code == http.StatusSeeOther {
-			t.Fatalf("an app registered from the query: %d %q", p.Code, p.Location)
+			t.Errorf("an app registered from the query: %d %q", p.Code, p.Location)
 		}
 
 		// The consent's decision in the URL decides nothing.
@@ -55,7 +55,7 @@ func TestCredentialsFromTheBodyOnly(t *testing.T) {
 		}
 		p = do(t, b, "POST", base+"/oauth/authorize?"+url.Values{"decision": {"allow"}}.Encode(), hiddenFields(consent.Body))
 		if p.Code != http.StatusBadRequest || strings.Contains(p.Location, "code=") {
-			t.Fatalf("a consent decided by the query: %d %q", p.Code, p.Location)
+			t.Errorf("a consent decided by the query: %d %q", p.Code, p.Location)
 		}
 	})
 }
