@@ -37,3 +37,24 @@ func TestSecretCommands(t *testing.T) {
 		t.Fatalf("revoked key: %+v", r)
 	}
 }
+
+// A replica refuses to start on a malformed key ring, with one line naming
+// the setting, before it listens: a previous secret too short, a revoked
+// id that names no previous secret, the current secret revoked.
+func TestServeRefusesMalformedRing(t *testing.T) {
+	cur, prev := strings.Repeat("c", 40), strings.Repeat("p", 40)
+	for _, tc := range []struct {
+		previous, revoked, want string
+	}{
+		{"too short", "", "FINSVC_SECRET_PREVIOUS"},
+		{prev, keyring.ID(strings.Repeat("x", 40)), "FINSVC_SECRET_REVOKED"},
+		{prev, keyring.ID(cur), "FINSVC_SECRET_REVOKED"},
+	} {
+		env := map[string]string{"FINSVC_DATA_DIR": t.TempDir(), "FINSVC_LOG_LEVEL": "error",
+			"FINSVC_SECRET": cur, "FINSVC_SECRET_PREVIOUS": tc.previous, "FINSVC_SECRET_REVOKED": tc.revoked}
+		r := exec(t, env, "serve", "--addr", "127.0.0.1:0")
+		if r.code == 0 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "listening") || strings.Contains(r.stderr, prev) {
+			t.Errorf("serve with previous %q, revoked %q: %+v, want a refusal naming %s", tc.previous, tc.revoked, r, tc.want)
+		}
+	}
+}

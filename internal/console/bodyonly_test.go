@@ -13,8 +13,9 @@ import (
 )
 
 // The console reads a form's fields from the POST body only: a password
-// in the reveal form's URL reveals nothing, and a new user's password in
-// the URL is not the one the user gets.
+// in the reveal form's URL reveals nothing, a confirmation's token in the
+// URL confirms nothing, and a new user's password in the URL is not the one
+// the user gets.
 func TestConsoleFormsReadTheBodyOnly(t *testing.T) {
 	for _, dialect := range testdb.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
@@ -37,6 +38,15 @@ func TestConsoleFormsReadTheBodyOnly(t *testing.T) {
 					t.Fatalf("a reveal recorded as a success: %+v", row)
 				}
 			}
+
+			// A confirmation's token in the URL confirms nothing.
+			hook := fmt.Sprintf("/console/webhooks/%d", wh.Id)
+			_, tok := admin.ask(hook, hook+"/delete")
+			r = admin.do("POST", hook+"/delete?"+url.Values{"csrf_token": {tok}}.Encode(), url.Values{})
+			if r.code == http.StatusSeeOther {
+				t.Fatalf("a deletion confirmed by a token in the URL: %d %q", r.code, r.location)
+			}
+			acme.Do("GET", fmt.Sprintf("/api/1.0/webhooks/%d", wh.Id), acme.admin.token, nil).Status(t, http.StatusOK)
 
 			page := admin.do("GET", "/console/users", nil)
 			const chosen = "cantaloupe in a red wheelbarrow"

@@ -11,7 +11,8 @@ import (
 	"github.com/finsvc/finsvc/internal/testdb"
 )
 
-// Every console page's query parameters obey the rule every text input
+// Every console page's query parameters (every GET route of the console is
+// in pages) obey the rule every text input
 // obeys, as the API's do: NUL or invalid UTF-8 in any of them is a 400
 // naming the field, on both dialects (PostgreSQL refuses both in text
 // where SQLite stores them), never a 500; and so is a form field.
@@ -33,6 +34,10 @@ func TestConsoleRefusesBadTextInParameters(t *testing.T) {
 				"/console/webhooks/new": {"event"},
 				hook:                    {"status", "event", "from", "to", "after"},
 				hook + "/secret":        {"x"},
+				// The pages of one object: any parameter is checked before
+				// the object is looked up.
+				"/console/acts/00000000-0000-4000-8000-000000000000": {"x"},
+				hook + "/deliveries/1":                               {"x"},
 			}
 			for path, params := range pages {
 				for _, p := range params {

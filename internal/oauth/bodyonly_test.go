@@ -12,7 +12,8 @@ import (
 // Credentials are read from the POST body only, never from the URL (which
 // lands in access logs, proxies and the browser's history): a sign-in, a
 // password change or an app registration whose fields sit in the query
-// string does nothing, as if they were missing.
+// string does nothing, as if they were missing; and so does a consent
+// whose decision sits there.
 func TestCredentialsFromTheBodyOnly(t *testing.T) {
 	eachServer(t, func(t *testing.T, s *server) {
 		o := s.org(t, "acme", auth.RoleAdmin)
@@ -34,7 +35,7 @@ func TestCredentialsFromTheBodyOnly(t *testing.T) {
 		q = url.Values{"current_password": {testPassword}, "password": {next}, "password_confirm": {next}}
 		p = do(t, b, "POST", base+"/account/password?"+q.Encode(), url.Values{"csrf_token": {csrfOf(t, form.Body)}})
 		if p.Code == http.StatusSeeOther {
-			t.Fatalf("a password change from the query: %d %q", p.Code, p.Location)
+			t.Errorf("a password change from the query: %d %q", p.Code, p.Location)
 		}
 		if _, err := s.svcUsers().Authenticate(o.Ctx, o.email, testPassword); err != nil {
 			t.Fatalf("the password changed from the query: %v", err)
@@ -44,7 +45,17 @@ func TestCredentialsFromTheBodyOnly(t *testing.T) {
 		q = url.Values{"name": {"From the URL"}, "redirect_uris": {"https://app.example.com/cb"}, "scopes": {"acts:read"}}
 		p = do(t, b, "POST", base+"/developer/my-apps?"+q.Encode(), url.Values{"csrf_token": {csrfOf(t, form.Body)}})
 		if p.Code == http.StatusSeeOther {
-			t.Fatalf("an app registered from the query: %d %q", p.Code, p.Location)
+			t.Errorf("an app registered from the query: %d %q", p.Code, p.Location)
+		}
+
+		// The consent's decision in the URL decides nothing.
+		consent := do(t, b, "GET", base+"/oauth/authorize?"+o.authParams("state-query").Encode(), nil)
+		if consent.Code != http.StatusOK {
+			t.Fatalf("consent page: %d %q", consent.Code, consent.Location)
+		}
+		p = do(t, b, "POST", base+"/oauth/authorize?"+url.Values{"decision": {"allow"}}.Encode(), hiddenFields(consent.Body))
+		if p.Code != http.StatusBadRequest || strings.Contains(p.Location, "code=") {
+			t.Errorf("a consent decided by the query: %d %q", p.Code, p.Location)
 		}
 	})
 }

@@ -113,6 +113,7 @@ type page struct {
 	Code     int
 	Location string
 	Body     string
+	Header   http.Header
 }
 
 func do(t testing.TB, c *http.Client, method, rawURL string, form url.Values) page {
@@ -134,7 +135,7 @@ func do(t testing.TB, c *http.Client, method, rawURL string, form url.Values) pa
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return page{Code: resp.StatusCode, Location: resp.Header.Get("Location"), Body: string(b)}
+	return page{Code: resp.StatusCode, Location: resp.Header.Get("Location"), Body: string(b), Header: resp.Header}
 }
 
 var (
