@@ -13,14 +13,16 @@ import (
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/keyring"
+	"github.com/finsvc/finsvc/internal/mfa"
 	"github.com/finsvc/finsvc/internal/sealing"
 	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/users"
 	"github.com/finsvc/finsvc/internal/webhooks/registry"
 )
 
 // finsvc secret reseal over the real tables, on both dialects: webhook
-// secrets (current and, during an overlap, previous) and a stored
-// idempotent response, all sealed by a service on the old secret, are
+// secrets (current and, during an overlap, previous), a stored idempotent
+// response and an authenticator's TOTP secret, all sealed by a service on the old secret, are
 // counted under the old key by `secret status`, moved under the new key by
 // `secret reseal` in batches with its progress printed, and then counted
 // under the new key only; a scan of every text column of the schema finds
@@ -44,6 +46,8 @@ func TestSecretResealRealTables(t *testing.T) {
 			adminID int64
 			secrets = map[int64][]string{} // webhook id → current, previous
 			keyed   models.WebhookWithSecret
+			// an authenticator's secret, sealed in mfa_totp
+			totpSecret string
 		)
 		serveWith := func(t *testing.T, secret string) *apitest.Env {
 			d, err := openForTest(t, env)
@@ -75,6 +79,11 @@ func TestSecretResealRealTables(t *testing.T) {
 			}
 			te.DoHeader("POST", "/api/1.0/webhooks", tok, body, key).Status(t, http.StatusCreated).Decode(t, &keyed)
 			secrets[keyed.Id] = []string{keyed.Secret}
+			en, err := totpStore(t, te.Env, oldSecret).BeginTOTP(te.Ctx, adminID, "admin@acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			totpSecret = en.Key.Secret()
 		})
 		if t.Failed() {
 			return
@@ -104,20 +113,22 @@ func TestSecretResealRealTables(t *testing.T) {
 			}
 			return n
 		}
-		// 4 webhook secrets (3 current, 1 previous) and 1 stored body.
+		// 4 webhook secrets (3 current, 1 previous), 1 stored body and
+		// 1 TOTP secret.
 		r := exec(t, env, "secret", "status")
-		if r.code != 0 || under(r.stdout, oldID) != 5 || under(r.stdout, newID) != 0 || !strings.Contains(r.stdout, "5 sealed values are not under the current key") {
+		if r.code != 0 || under(r.stdout, oldID) != 6 || under(r.stdout, newID) != 0 || !strings.Contains(r.stdout, "6 sealed values are not under the current key") {
 			t.Fatalf("secret status before the reseal: %+v", r)
 		}
 		r = exec(t, env, "secret", "reseal", "--batch", "2")
 		if r.code != 0 || !strings.Contains(r.stdout, "webhooks.secret_ciphertext: 3 resealed") ||
 			!strings.Contains(r.stdout, "webhooks.previous_secret_ciphertext: 1 resealed") ||
 			!strings.Contains(r.stdout, "idempotency_keys.body: 1 resealed") ||
+			!strings.Contains(r.stdout, "mfa_totp.secret_ciphertext: 1 resealed") ||
 			!strings.Contains(r.stdout, "every sealed value is under the current key "+newID) {
 			t.Fatalf("secret reseal: %+v", r)
 		}
 		r = exec(t, env, "secret", "status")
-		if r.code != 0 || under(r.stdout, oldID) != 0 || under(r.stdout, newID) != 5 || !strings.Contains(r.stdout, "every sealed value is under the current key") {
+		if r.code != 0 || under(r.stdout, oldID) != 0 || under(r.stdout, newID) != 6 || !strings.Contains(r.stdout, "every sealed value is under the current key") {
 			t.Fatalf("secret status after the reseal: %+v", r)
 		}
 		if r := exec(t, env, "secret", "reseal"); r.code != 0 || strings.Contains(r.stdout, "resealed") {
@@ -145,6 +156,9 @@ func TestSecretResealRealTables(t *testing.T) {
 			}
 		}
 		te := &apitest.TenantEnv{Env: e, Tenant: tn, Ctx: tenant.NewContext(t.Context(), tn), Host: tn.Slug + "." + e.Config.BaseDomain}
+		if en, err := totpStore(t, e, newSecret).PendingTOTP(te.Ctx, adminID, "admin@acme"); err != nil || en.Key.Secret() != totpSecret {
+			t.Fatalf("the TOTP secret after the old secret left: %v", err)
+		}
 		var replay models.WebhookWithSecret
 		resp := te.DoHeader("POST", "/api/1.0/webhooks", te.Token(adminID, "webhooks:read", "webhooks:write", "acts:read"), body, key).
 			Status(t, http.StatusCreated).Decode(t, &replay)
@@ -152,6 +166,21 @@ func TestSecretResealRealTables(t *testing.T) {
 			t.Fatalf("the keyed POST after the old secret left: replayed %q, %+v, want %+v", resp.Header.Get("Idempotent-Replayed"), replay, keyed)
 		}
 	})
+}
+
+// totpStore is the second factor's store of e's database, sealing under
+// secret alone.
+func totpStore(t *testing.T, e *apitest.Env, secret string) *mfa.Store {
+	t.Helper()
+	box, err := sealing.NewFor(keyring.MustNew(secret), mfa.SealPurpose)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mfa.New(e.DB, box, users.NewStore(e.DB), "finsvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // sealedIn counts, per table.column of the whole schema (every text
