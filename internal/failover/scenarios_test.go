@@ -233,13 +233,17 @@ func TestFailoverUnderLoad(t *testing.T) {
 		_, err := f.Ctl(ctx, "perform", "failover", "--pgdata", f.Monitor.PGData, "--wait", "0")
 		return err
 	}
+	performSwitchover := func() error {
+		_, err := f.Ctl(ctx, "perform", "switchover", "--pgdata", f.Monitor.PGData, "--wait", "0")
+		return err
+	}
 	type fault struct {
 		name   string
 		inject func(primary *failover.Node) (down *failover.Node, err error)
 	}
 	faults := []fault{
-		{"planned switchover", func(*failover.Node) (*failover.Node, error) { return nil, performFailover() }},
-		{"planned switchover (back)", func(*failover.Node) (*failover.Node, error) { return nil, performFailover() }},
+		{"planned switchover", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }},
+		{"planned switchover (again)", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }},
 		{"postgres crash", func(p *failover.Node) (*failover.Node, error) { return nil, f.CrashPostgres(p) }},
 		{"host crash", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }},
 		// The node that crashed above has rejoined as a standby; now the
@@ -323,6 +327,10 @@ func TestFailoverUnderLoad(t *testing.T) {
 				res.rejoinTime = time.Since(rejoin)
 			}
 			account(t, ctx, db, l, rc, &res)
+			if res.lost != 0 || res.dups != 0 || res.phantom != 0 {
+				events, err := f.Events(ctx, fault.Add(-5*time.Second))
+				t.Logf("%s: the monitor's events from 5 s before the fault (%v):\n%s", ft.name, err, strings.Join(events, "\n"))
+			}
 			results = append(results, res)
 			t.Logf("round %d, %-42s acked %6d lost %d dup %d 500s %d | primary after %5.1fs, first write %5.1fs, drained %5.1fs later%s",
 				round+1, ft.name+":", res.acked, res.lost, res.dups, res.fiveHundreds,
