@@ -219,9 +219,10 @@ func Start(ctx context.Context, dir string, nodes int, logf func(string, ...any)
 	return f, nil
 }
 
-// setNumberSyncStandbys sets the formation's number-sync-standbys and waits
-// until the primary has applied it (apply_settings, then primary again,
-// with synchronous_standby_names 'ANY n (…)').
+// setNumberSyncStandbys sets the formation's number-sync-standbys (the
+// monitor already sets 1 when a third node registers: this says so rather
+// than relying on it) and waits until the primary has applied it, with
+// synchronous_standby_names 'ANY n (every standby)'.
 func (f *Formation) setNumberSyncStandbys(ctx context.Context, n int) error {
 	// What pg_autoctl set formation number-sync-standbys calls (pg_autoctl
 	// 2.0 refuses every value given on its command line).
@@ -360,9 +361,20 @@ func (n *Node) start(f *Formation, args ...string) error {
 // backup) as a standby of the current primary, and waits until the
 // formation is healthy again.
 func (f *Formation) Rejoin(ctx context.Context, n *Node, timeout time.Duration) error {
-	primary, err := f.Primary(ctx)
-	if err != nil {
-		return err
+	// The primary, once the monitor and it agree (a new primary goes
+	// wait_primary → primary as the other standby joins it).
+	deadline := time.Now().Add(timeout)
+	var primary *Node
+	for {
+		p, err := f.Primary(ctx)
+		if err == nil {
+			primary = p
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err := n.start(f, "run", "--pgdata", n.PGData); err != nil {
 		return err
@@ -372,7 +384,7 @@ func (f *Formation) Rejoin(ctx context.Context, n *Node, timeout time.Duration) 
 	stop := make(chan struct{})
 	defer close(stop)
 	go f.checkpointLoop(primary, stop)
-	_, err = f.WaitHealthy(ctx, timeout)
+	_, err := f.WaitHealthy(ctx, time.Until(deadline))
 	return err
 }
 

@@ -240,21 +240,28 @@ func TestFailoverUnderLoad(t *testing.T) {
 	type fault struct {
 		name   string
 		inject func(primary *failover.Node) (down *failover.Node, err error)
+		// lastRound: run in the last round only, as the last fault. A
+		// forced failover right after a postgres crash can leave a standby
+		// that streamed the restarted old primary's first WAL unable to
+		// follow the new primary ("requested timeline is not a child of
+		// this server's history"): the formation then needs that node
+		// rebuilt (docs/operations.md) and no fault can follow.
+		lastRound bool
 	}
 	faults := []fault{
-		{"planned switchover", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }},
-		{"planned switchover (again)", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }},
-		{"postgres crash", func(p *failover.Node) (*failover.Node, error) { return nil, f.CrashPostgres(p) }},
-		{"host crash", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }},
+		{"planned switchover", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }, false},
+		{"planned switchover (again)", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }, false},
+		{"postgres crash", func(p *failover.Node) (*failover.Node, error) { return nil, f.CrashPostgres(p) }, false},
+		{"host crash", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }, false},
 		// The node that crashed above has rejoined as a standby; now the
 		// primary that replaced it is lost in turn.
-		{"host crash after rejoin", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }},
+		{"host crash after rejoin", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }, false},
 		{"postgres crash, immediate forced failover", func(p *failover.Node) (*failover.Node, error) {
 			if err := f.CrashPostgres(p); err != nil {
 				return nil, err
 			}
 			return nil, performFailover()
-		}},
+		}, true},
 	}
 
 	if os.Getenv(EnvFailover) != "1" {
@@ -265,6 +272,9 @@ func TestFailoverUnderLoad(t *testing.T) {
 	var results []result
 	for round := range rounds {
 		for _, ft := range faults {
+			if ft.lastRound && round != rounds-1 {
+				continue
+			}
 			primary, err := f.WaitHealthy(ctx, 2*time.Minute)
 			if err != nil {
 				t.Fatal(err)
