@@ -40,11 +40,11 @@ const Database = "finsvc"
 // DataNodes is the formation that is shipped and tested: a primary and two
 // standbys, with number-sync-standbys 1. With two data nodes
 // pg_auto_failover can only run number-sync-standbys 0, and then clears
-// synchronous_standby_names whenever the monitor finds the one standby
-// unhealthy (the primary goes wait_primary): commits are acknowledged on
-// the primary alone, and a failover or switchover in that moment loses
-// them (a four-round run lost 200 acknowledged acts at a planned
-// switchover that way). With two standbys and number-sync-standbys 1 the
+// synchronous_standby_names whenever the one standby is not assigned
+// secondary (found unhealthy, catching up; the primary goes
+// wait_primary): commits are acknowledged on the primary alone, and a
+// failover or switchover in that moment loses them (a four-round run lost
+// 200 acknowledged acts at a planned switchover, most likely so). With two standbys and number-sync-standbys 1 the
 // primary keeps 'ANY 1 (both standbys)' while one standby is lost, and
 // blocks writes, rather than running alone, while both are.
 const DataNodes = 3
