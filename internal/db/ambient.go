@@ -214,6 +214,14 @@ func (p *ambientPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.Co
 	}
 	var tx gorm.ConnPool
 	switch b := p.pool.(type) {
+	case *sql.DB:
+		// Its COMMIT tells an unknown outcome from a rollback, and reads
+		// the connection's notices.
+		otx, err := beginOutcomeTx(ctx, b, opts)
+		if err != nil {
+			return nil, err
+		}
+		tx = otx
 	case gorm.TxBeginner:
 		stx, err := b.BeginTx(ctx, opts)
 		if err != nil {

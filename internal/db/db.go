@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -192,7 +194,14 @@ func Open(ctx context.Context, databaseURL, dataDir string, logger *slog.Logger,
 
 func openPostgres(dsn string, pooled bool, cfg *gorm.Config) (*DB, error) {
 	dsn, prepared := withQueryExecMode(dsn, pooled)
-	g, err := gorm.Open(postgres.Open(dsn), cfg)
+	pcfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("db: open postgres: %w", err)
+	}
+	// Every connection counts the warnings that say a commit was
+	// acknowledged without the synchronous standby (outcomeTx).
+	pcfg.OnNotice = countSyncRepCancel
+	g, err := gorm.Open(postgres.New(postgres.Config{Conn: stdlib.OpenDB(*pcfg)}), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("db: open postgres: %w", err)
 	}

@@ -3,11 +3,15 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Durability. A transaction that writes commits only once its commit
@@ -123,20 +127,124 @@ func (d *DB) SetDurableFault(fn func(context.Context) error) {
 
 // outcomeTx is a transaction whose COMMIT classifies its failure: an error
 // after which the commit may have been applied is an ErrOutcomeUnknown
-// error, not an outage that decided nothing.
+// error, not an outage that decided nothing. So is a COMMIT that succeeded
+// without the durability promised (see countSyncRepCancel).
 type outcomeTx struct {
 	*sql.Tx
 	ctx context.Context
+	// conn is the connection the transaction was begun on, held for it
+	// and released when it ends; pg is its pgx connection (nil when it is
+	// not one), whose notices Commit reads.
+	conn *sql.Conn
+	pg   *pgconn.PgConn
 }
 
-// Commit commits the transaction.
+// beginOutcomeTx begins a transaction on a connection of its own from
+// pool, so that its COMMIT can read the connection's notices.
+// A connection found closed when BEGIN is sent (driver.ErrBadConn: the
+// server went away while it was idle) is dropped and another is taken, as
+// sql.DB.BeginTx does.
+func beginOutcomeTx(ctx context.Context, pool *sql.DB, opts *sql.TxOptions) (*outcomeTx, error) {
+	for try := 0; ; try++ {
+		tx, err := beginOutcomeTxOnce(ctx, pool, opts)
+		if err == nil || !errors.Is(err, driver.ErrBadConn) || try == 2 {
+			return tx, err
+		}
+	}
+}
+
+func beginOutcomeTxOnce(ctx context.Context, pool *sql.DB, opts *sql.TxOptions) (*outcomeTx, error) {
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pg *pgconn.PgConn
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(interface{ Conn() *pgx.Conn }); ok {
+			pg = c.Conn().PgConn()
+		}
+		return nil
+	})
+	stx, err := conn.BeginTx(ctx, opts)
+	if err != nil {
+		if errors.Is(err, driver.ErrBadConn) {
+			// Returned to the pool, the connection is discarded.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = conn.Close()
+		return nil, err
+	}
+	return &outcomeTx{Tx: stx, ctx: ctx, conn: conn, pg: pg}, nil
+}
+
+// Commit commits the transaction. A COMMIT that returned success is an
+// unknown outcome all the same when PostgreSQL warned that it stopped
+// waiting for the synchronous standby (the commit is local only), or when
+// the transaction's context ended while the COMMIT ran (the wait may have
+// been cancelled that way; nothing tells it from a completed one).
 func (t *outcomeTx) Commit() error {
 	before := t.ctx.Err() // database/sql then rolls back without sending COMMIT
+	warned := syncRepCancels(t.pg)
 	err := t.Tx.Commit()
-	if err == nil || before != nil || !commitMayHaveApplied(err) {
-		return err
+	if err == nil && syncRepCancels(t.pg) != warned {
+		err = &outcomeError{cause: errSyncRepCancelled}
+	} else if err == nil && before == nil && t.ctx.Err() != nil {
+		err = &outcomeError{cause: fmt.Errorf("the request ended while its COMMIT ran: %w", t.ctx.Err())}
+	} else if err != nil && before == nil && commitMayHaveApplied(err) {
+		err = &outcomeError{cause: err}
 	}
-	return &outcomeError{cause: err}
+	t.release()
+	return err
+}
+
+// Rollback rolls the transaction back.
+func (t *outcomeTx) Rollback() error {
+	err := t.Tx.Rollback()
+	t.release()
+	return err
+}
+
+func (t *outcomeTx) release() {
+	if t.conn != nil {
+		_ = t.conn.Close()
+	}
+}
+
+// errSyncRepCancelled is the cause of an unknown outcome whose COMMIT
+// PostgreSQL acknowledged after it stopped waiting for the standby.
+var errSyncRepCancelled = errors.New("the commit's wait for the synchronous standby was cancelled: committed on the primary only")
+
+// syncRepCancelKey counts, in a pgx connection's CustomData, the
+// synchronous-replication cancellations it was warned of.
+const syncRepCancelKey = "finsvc.syncrep_cancelled"
+
+// countSyncRepCancel is every PostgreSQL connection's notice handler. A
+// COMMIT whose wait for the synchronous standby is cancelled (a cancel
+// request: statement_timeout, pg_cancel_backend, a driver that cancels
+// when its context ends) returns success, with a WARNING "canceling wait
+// for synchronous replication …" ("The transaction has already committed
+// locally, but might not have been replicated to the standby"); the
+// handler counts such warnings on the connection, and outcomeTx.Commit
+// compares the count around its COMMIT. Notices are handled by the
+// goroutine that reads the connection's replies, which is the one running
+// the COMMIT: no lock is needed. The message is matched in English, the
+// server's lc_messages default.
+func countSyncRepCancel(c *pgconn.PgConn, n *pgconn.Notice) {
+	if n == nil || c == nil || n.SeverityUnlocalized != "WARNING" ||
+		!strings.Contains(n.Message, "wait for synchronous replication") {
+		return
+	}
+	d := c.CustomData()
+	v, _ := d[syncRepCancelKey].(int)
+	d[syncRepCancelKey] = v + 1
+}
+
+func syncRepCancels(c *pgconn.PgConn) int {
+	if c == nil {
+		return 0
+	}
+	v, _ := c.CustomData()[syncRepCancelKey].(int)
+	return v
 }
 
 // commitMayHaveApplied reports whether a COMMIT that failed with err may

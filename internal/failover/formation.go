@@ -3,11 +3,11 @@
 // from real finsvc replicas (FINSVC_TEST_FAILOVER=1).
 //
 // The engine is pg_auto_failover (Debian's postgresql-15-auto-failover and
-// pg-auto-failover-cli): a monitor and two data nodes, synchronous
-// replication (replication-quorum on, so the primary runs with
-// synchronous_standby_names = 'ANY 1 (…)' and synchronous_commit = on while
-// its standby is healthy). Settings holds every tuned health-check value in
-// this one place; docs/operations.md repeats them for operators.
+// pg-auto-failover-cli): a monitor and DataNodes data nodes with the
+// formation's number-sync-standbys at 1, so the primary runs with
+// synchronous_standby_names = 'ANY 1 (standby a, standby b)' and
+// synchronous_commit = on. MonitorSettings holds every tuned health-check
+// value in this one place; docs/operations.md repeats them for operators.
 package failover
 
 import (
@@ -36,6 +36,22 @@ const PGBin = "/usr/lib/postgresql/15/bin"
 
 // Database is the database the formation creates for finsvc.
 const Database = "finsvc"
+
+// DataNodes is the formation that is shipped and tested: a primary and two
+// standbys, with number-sync-standbys 1. With two data nodes
+// pg_auto_failover can only run number-sync-standbys 0, and then clears
+// synchronous_standby_names whenever the one standby is not assigned
+// secondary (found unhealthy, catching up; the primary goes
+// wait_primary): commits are acknowledged on the primary alone, and a
+// failover or switchover in that moment loses them (a four-round run lost
+// 200 acknowledged acts at a planned switchover, most likely so). With two standbys and number-sync-standbys 1 the
+// primary keeps 'ANY 1 (both standbys)' while one standby is lost, and
+// blocks writes, rather than running alone, while both are.
+const DataNodes = 3
+
+// NumberSyncStandbys is the formation's number-sync-standbys (see
+// DataNodes).
+const NumberSyncStandbys = 1
 
 // MonitorSettings tune the monitor's health checks for a failover within a
 // few seconds of a primary's loss (pg_auto_failover's defaults take about
@@ -119,7 +135,9 @@ func freePort() (int, error) {
 
 // Start creates a monitor and nodes data nodes under dir (which it makes
 // reachable for the engine's OS user) and waits until one is primary and
-// the others are synchronous secondaries. logf receives progress lines. On
+// the others are synchronous secondaries; with three nodes or more it sets
+// the formation's number-sync-standbys to NumberSyncStandbys and waits
+// until the primary has applied it. logf receives progress lines. On
 // error, what was started is stopped.
 func Start(ctx context.Context, dir string, nodes int, logf func(string, ...any)) (f *Formation, err error) {
 	if err := Available(); err != nil {
@@ -193,7 +211,59 @@ func Start(ctx context.Context, dir string, nodes int, logf func(string, ...any)
 			return f, fmt.Errorf("%s: %w\n%s", n.Name, err, n.Tail())
 		}
 	}
+	if nodes > 2 {
+		if err := f.setNumberSyncStandbys(ctx, NumberSyncStandbys); err != nil {
+			return f, err
+		}
+	}
 	return f, nil
+}
+
+// setNumberSyncStandbys sets the formation's number-sync-standbys (the
+// monitor already sets 1 when a third node registers: this says so rather
+// than relying on it) and waits until the primary has applied it, with
+// synchronous_standby_names 'ANY n (every standby)'.
+func (f *Formation) setNumberSyncStandbys(ctx context.Context, n int) error {
+	// What pg_autoctl set formation number-sync-standbys calls (pg_autoctl
+	// 2.0 refuses every value given on its command line).
+	db, err := sql.Open("pgx", f.Monitor.URL("pg_auto_failover"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "SELECT pgautofailover.set_formation_number_sync_standbys('default', $1)", n); err != nil {
+		return fmt.Errorf("number-sync-standbys %d: %w", n, err)
+	}
+	want := fmt.Sprintf("ANY %d (", n)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		p, err := f.WaitHealthy(ctx, 60*time.Second)
+		if err != nil {
+			return err
+		}
+		names, err := p.setting(ctx, "synchronous_standby_names")
+		if err == nil && strings.HasPrefix(names, want) && strings.Count(names, ",") == len(f.Nodes)-2 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("number-sync-standbys %d: primary %s has synchronous_standby_names %q (%v)", n, p.Name, names, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// setting reads a PostgreSQL setting on the node.
+func (n *Node) setting(ctx context.Context, name string) (string, error) {
+	db, err := sql.Open("pgx", n.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var v string
+	err = db.QueryRowContext(qctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
 }
 
 func (f *Formation) newNode(name string) (*Node, error) {
@@ -291,9 +361,20 @@ func (n *Node) start(f *Formation, args ...string) error {
 // backup) as a standby of the current primary, and waits until the
 // formation is healthy again.
 func (f *Formation) Rejoin(ctx context.Context, n *Node, timeout time.Duration) error {
-	primary, err := f.Primary(ctx)
-	if err != nil {
-		return err
+	// The primary, once the monitor and it agree (a new primary goes
+	// wait_primary → primary as the other standby joins it).
+	deadline := time.Now().Add(timeout)
+	var primary *Node
+	for {
+		p, err := f.Primary(ctx)
+		if err == nil {
+			primary = p
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err := n.start(f, "run", "--pgdata", n.PGData); err != nil {
 		return err
@@ -303,7 +384,7 @@ func (f *Formation) Rejoin(ctx context.Context, n *Node, timeout time.Duration) 
 	stop := make(chan struct{})
 	defer close(stop)
 	go f.checkpointLoop(primary, stop)
-	_, err = f.WaitHealthy(ctx, timeout)
+	_, err := f.WaitHealthy(ctx, time.Until(deadline))
 	return err
 }
 
@@ -459,6 +540,32 @@ func (f *Formation) WaitStates(ctx context.Context, timeout time.Duration, want 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Events is the monitor's event log (pg_autoctl show events), oldest
+// first, from the given time on: each line the time, the node, its
+// reported and assigned states and the monitor's description.
+func (f *Formation) Events(ctx context.Context, since time.Time) ([]string, error) {
+	db, err := sql.Open("pgx", f.Monitor.URL("pg_auto_failover"))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT to_char(eventtime, 'HH24:MI:SS.MS'), nodename, reportedstate::text, goalstate::text, description
+		FROM pgautofailover.event WHERE eventtime >= $1 ORDER BY eventid`, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var at, node, reported, goal, desc string
+		if err := rows.Scan(&at, &node, &reported, &goal, &desc); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprintf("%s %s %s→%s %s", at, node, reported, goal, desc))
+	}
+	return out, rows.Err()
 }
 
 // Primary is the node the monitor has as the writable primary, with a

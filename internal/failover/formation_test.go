@@ -1,7 +1,9 @@
 package failover_test
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +27,7 @@ func enabled() bool {
 	return false
 }
 
-// formation starts a monitor and two data nodes in a temp dir, or skips the
+// formation starts a monitor and failover.DataNodes data nodes in a temp dir, or skips the
 // test with the reason it cannot; everything started is killed when the test
 // ends, failed or not.
 func formation(t *testing.T) *failover.Formation {
@@ -37,7 +39,7 @@ func formation(t *testing.T) *failover.Formation {
 		t.Skipf("no pg_auto_failover formation here: %v", err)
 	}
 	start := time.Now()
-	f, err := failover.Start(t.Context(), t.TempDir(), 2, t.Logf)
+	f, err := failover.Start(t.Context(), t.TempDir(), failover.DataNodes, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,15 +51,15 @@ func formation(t *testing.T) *failover.Formation {
 		}
 		f.Close()
 	})
-	t.Logf("formation (monitor and 2 data nodes) created in %v", time.Since(start).Round(10*time.Millisecond))
+	t.Logf("formation (monitor and %d data nodes) created in %v", len(f.Nodes), time.Since(start).Round(10*time.Millisecond))
 	return f
 }
 
 // synchronous waits (up to 10 s) until the formation's primary replicates
-// synchronously: synchronous_standby_names names the standby,
-// synchronous_commit is on and the service's replication gauge
-// (db.ReadReplication, finsvc_db_sync_standbys) reads 1 synchronous
-// standby. Every fault starts from there, so that "0 lost" is a claim about
+// synchronously to every standby: synchronous_standby_names is
+// 'ANY failover.NumberSyncStandbys (…)', synchronous_commit is on and the
+// service's replication gauge (db.ReadReplication, finsvc_db_sync_standbys)
+// counts every standby as synchronous (quorum). Every fault starts from there, so that "0 lost" is a claim about
 // synchronous replication.
 func synchronous(t *testing.T, f *failover.Formation) {
 	t.Helper()
@@ -75,7 +77,8 @@ func synchronous(t *testing.T, f *failover.Formation) {
 		var names, commit string
 		err := d.Raw(`SELECT current_setting('synchronous_standby_names'), current_setting('synchronous_commit')`).Row().Scan(&names, &commit)
 		r, ok, rerr := d.ReadReplication(t.Context())
-		if err == nil && rerr == nil && ok && names != "" && commit == "on" && r.SyncStandbys == 1 {
+		if err == nil && rerr == nil && ok && strings.HasPrefix(names, fmt.Sprintf("ANY %d (", failover.NumberSyncStandbys)) &&
+			commit == "on" && r.SyncStandbys == len(f.Nodes)-1 {
 			return
 		}
 		if time.Now().After(deadline) {

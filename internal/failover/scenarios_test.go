@@ -233,24 +233,35 @@ func TestFailoverUnderLoad(t *testing.T) {
 		_, err := f.Ctl(ctx, "perform", "failover", "--pgdata", f.Monitor.PGData, "--wait", "0")
 		return err
 	}
+	performSwitchover := func() error {
+		_, err := f.Ctl(ctx, "perform", "switchover", "--pgdata", f.Monitor.PGData, "--wait", "0")
+		return err
+	}
 	type fault struct {
 		name   string
 		inject func(primary *failover.Node) (down *failover.Node, err error)
+		// lastRound: run in the last round only, as the last fault. A
+		// forced failover right after a postgres crash can leave a standby
+		// that streamed the restarted old primary's first WAL unable to
+		// follow the new primary ("requested timeline is not a child of
+		// this server's history"): the formation then needs that node
+		// rebuilt (docs/operations.md) and no fault can follow.
+		lastRound bool
 	}
 	faults := []fault{
-		{"planned switchover", func(*failover.Node) (*failover.Node, error) { return nil, performFailover() }},
-		{"planned switchover (back)", func(*failover.Node) (*failover.Node, error) { return nil, performFailover() }},
-		{"postgres crash", func(p *failover.Node) (*failover.Node, error) { return nil, f.CrashPostgres(p) }},
-		{"host crash", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }},
+		{"planned switchover", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }, false},
+		{"planned switchover (again)", func(*failover.Node) (*failover.Node, error) { return nil, performSwitchover() }, false},
+		{"postgres crash", func(p *failover.Node) (*failover.Node, error) { return nil, f.CrashPostgres(p) }, false},
+		{"host crash", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }, false},
 		// The node that crashed above has rejoined as a standby; now the
 		// primary that replaced it is lost in turn.
-		{"host crash after rejoin", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }},
+		{"host crash after rejoin", func(p *failover.Node) (*failover.Node, error) { f.CrashHost(p); return p, nil }, false},
 		{"postgres crash, immediate forced failover", func(p *failover.Node) (*failover.Node, error) {
 			if err := f.CrashPostgres(p); err != nil {
 				return nil, err
 			}
 			return nil, performFailover()
-		}},
+		}, true},
 	}
 
 	if os.Getenv(EnvFailover) != "1" {
@@ -261,6 +272,9 @@ func TestFailoverUnderLoad(t *testing.T) {
 	var results []result
 	for round := range rounds {
 		for _, ft := range faults {
+			if ft.lastRound && round != rounds-1 {
+				continue
+			}
 			primary, err := f.WaitHealthy(ctx, 2*time.Minute)
 			if err != nil {
 				t.Fatal(err)
@@ -323,6 +337,10 @@ func TestFailoverUnderLoad(t *testing.T) {
 				res.rejoinTime = time.Since(rejoin)
 			}
 			account(t, ctx, db, l, rc, &res)
+			if res.lost != 0 || res.dups != 0 || res.phantom != 0 {
+				events, err := f.Events(ctx, fault.Add(-5*time.Second))
+				t.Logf("%s: the monitor's events from 5 s before the fault (%v):\n%s", ft.name, err, strings.Join(events, "\n"))
+			}
 			results = append(results, res)
 			t.Logf("round %d, %-42s acked %6d lost %d dup %d 500s %d | primary after %5.1fs, first write %5.1fs, drained %5.1fs later%s",
 				round+1, ft.name+":", res.acked, res.lost, res.dups, res.fiveHundreds,

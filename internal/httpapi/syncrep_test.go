@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/finsvc/finsvc/internal/config"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/testdb"
+	"gorm.io/gorm"
 )
 
 // pgBin holds the PostgreSQL server programs the synchronous-standby test
@@ -134,6 +136,102 @@ func TestReplayNotBeforeTheSynchronousStandby(t *testing.T) {
 	}
 	if n := onStandby(); n != 1 {
 		t.Fatalf("a 201 was replayed while the standby holds %d clients", n)
+	}
+}
+
+// A COMMIT that PostgreSQL acknowledged without the synchronous standby is
+// never answered 2xx. PostgreSQL answers a COMMIT whose wait for the
+// standby is cancelled (a cancel request: statement_timeout,
+// pg_cancel_backend, a driver cancelling on its context) with success and
+// a WARNING: the row is on the primary only. With the standby's receiver
+// paused, a keyed POST's COMMIT waits; its backend's wait is cancelled: the
+// answer is 503 outcome_unknown, while the primary has the row and the
+// standby does not. And a transaction whose context ends while its COMMIT
+// waits for the standby ends in db.ErrOutcomeUnknown, never in success.
+func TestCommitNotAcknowledgedWithoutTheStandby(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(pgBin, "pg_basebackup")); err != nil {
+		t.Skipf("PostgreSQL 15 server programs not found in %s (Debian package postgresql-15)", pgBin)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run PostgreSQL as the postgres OS user")
+	}
+	if _, err := exec.LookPath("runuser"); err != nil {
+		t.Skip("runuser not found")
+	}
+	f := newFormation(t)
+	d, err := db.Open(t.Context(), f.url(f.primaryPort, "finsvc"), "", testdb.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Exec(`CREATE TABLE commit_probe (n int)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.New(t, apitest.WithDB(d), apitest.WithConfig(func(c *config.Config) {
+		c.DatabaseDirectURL = f.url(f.primaryPort, "finsvc")
+	}))
+	acme := env.Tenant("acme")
+	tok := acme.Token(acme.User(auth.RoleMember), auth.ScopeClientsRead, auth.ScopeClientsWrite)
+	standby, err := sql.Open("pgx", f.url(f.standbyPort, "finsvc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { standby.Close() })
+	admin, err := sql.Open("pgx", f.url(f.primaryPort, "finsvc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	count := func(q *sql.DB, query string) int64 {
+		t.Helper()
+		var n int64
+		if err := q.QueryRow(query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	receiver := f.walReceiver(t)
+	if err := syscall.Kill(receiver, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(receiver, syscall.SIGCONT) })
+
+	// The wait is cancelled on the server: success and a WARNING.
+	answer := make(chan *apitest.Response, 1)
+	go func() { answer <- acme.DoHeader("POST", "/api/1.0/clients", tok, nordic, withKey("syncrep-cancel")) }()
+	f.waitSyncRep(t)
+	var cancelled int64
+	if err := admin.QueryRow(`SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`).Scan(&cancelled); err != nil || cancelled != 1 {
+		t.Fatalf("cancelling the COMMIT's wait: %d cancelled, %v; want 1", cancelled, err)
+	}
+	r := <-answer
+	if e := r.Err(t); r.Code != http.StatusServiceUnavailable || e.Code != models.ErrorCodeOutcomeUnknown || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("the POST whose wait for the standby was cancelled: %d %s (Retry-After %q); want 503 outcome_unknown", r.Code, r.Body, r.Header.Get("Retry-After"))
+	}
+	if p, s := count(admin, `SELECT count(*) FROM clients`), count(standby, `SELECT count(*) FROM clients`); p != 1 || s != 0 {
+		t.Fatalf("after the cancelled wait: %d clients on the primary, %d on the standby; want 1 and 0 (else the test proves nothing)", p, s)
+	}
+
+	// The transaction's context ends while its COMMIT waits.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- d.InTx(ctx, func(_ db.TxContext, tx *gorm.DB) error {
+			return tx.Exec(`INSERT INTO commit_probe VALUES (1)`).Error
+		})
+	}()
+	f.waitSyncRep(t)
+	cancel()
+	if err := <-done; !db.IsOutcomeUnknown(err) {
+		t.Fatalf("a transaction whose context ended during its COMMIT: %v; want db.ErrOutcomeUnknown", err)
+	}
+	if n := count(standby, `SELECT count(*) FROM commit_probe`); n != 0 {
+		t.Fatalf("the standby has %d probe rows while its receiver is paused", n)
 	}
 }
 

@@ -230,6 +230,17 @@ func (s *Service) handleRevoke(c echo.Context) error {
 	err := s.db.InTx(store.ForRevocation(r.Context()), func(ctx db.TxContext, _ *gorm.DB) error {
 		return s.provider.NewRevocationRequest(ctx, r.WithContext(ctx))
 	})
+	if err == nil {
+		// fosite answers nil for a token that is unknown or revoked
+		// already (RFC 7009 section 2.2), having written nothing: the 200
+		// then confirms a revocation this request did not write (an
+		// earlier one, perhaps this client's own whose answer was lost),
+		// so it is sent only once that revocation is durable, or a
+		// failover could bring the token back after the 200. Which of the
+		// two fosite did is not told; a revocation that wrote pays one
+		// more round trip, and revocations are rare.
+		err = s.db.WaitDurable(r.Context())
+	}
 	if err != nil {
 		var rfc *fosite.RFC6749Error
 		if errors.As(err, &rfc) {
@@ -241,8 +252,11 @@ func (s *Service) handleRevoke(c echo.Context) error {
 			}
 		}
 		// RFC 7009 section 2.2: an invalid, unknown or already revoked
-		// token is not an error for the client.
+		// token is not an error for the client (durable as above).
 		if errors.Is(err, fosite.ErrNotFound) || errors.Is(err, fosite.ErrInactiveToken) {
+			if err := s.db.WaitDurable(r.Context()); err != nil {
+				return s.writeFositeError(c, err, r)
+			}
 			return c.NoContent(http.StatusOK)
 		}
 		return s.writeFositeError(c, err, r)
@@ -368,7 +382,9 @@ func (s *Service) writeFositeError(c echo.Context, err error, r *http.Request) e
 	// the cause, and a failed token lookup at revocation as
 	// temporarily_unavailable: an outage must not look like bad
 	// credentials.
-	if db.IsUnavailable(err) || rfc.ErrorField == fosite.ErrTemporarilyUnavailable.ErrorField {
+	// An unknown outcome (a lost COMMIT, a durability barrier that did not
+	// complete) is answered the same way: nothing is confirmed, retry.
+	if db.IsUnavailable(err) || db.IsOutcomeUnknown(err) || rfc.ErrorField == fosite.ErrTemporarilyUnavailable.ErrorField {
 		s.logUnavailable(r, err)
 		c.Response().Header().Set("Retry-After", retryAfterUnavailable)
 		return writeOAuthError(c, http.StatusServiceUnavailable, oauthError{"temporarily_unavailable", "The service is temporarily unavailable; retry later."})

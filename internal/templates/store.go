@@ -219,6 +219,7 @@ func (s *Store) Update(ctx context.Context, id int64, in Input) (_ *Template, cr
 		return nil, false, err
 	}
 	var out *Template
+	same := false
 	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
 		// Lock the family's first version, then the target: every writer
 		// of a family serializes on the first row (so two new versions
@@ -242,7 +243,7 @@ func (s *Store) Update(ctx context.Context, id int64, in Input) (_ *Template, cr
 			return err
 		}
 		if sameContent(cur, in.Name, fields) {
-			out = cur
+			out, same = cur, true
 			return nil
 		}
 		if !cur.InUse {
@@ -253,6 +254,12 @@ func (s *Store) Update(ctx context.Context, id int64, in Input) (_ *Template, cr
 		created = err == nil
 		return err
 	})
+	if err == nil && same {
+		// Identical content (a PUT sent again): the answer confirms stored
+		// state, perhaps the earlier PUT's own, so it waits until that
+		// state is durable.
+		err = s.db.WaitDurable(ctx)
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -269,11 +269,31 @@ func TestUpdateInPlaceAndVersions(t *testing.T) {
 			t.Fatalf("in-use version changed: %s %q", keys(old), old.Name)
 		}
 
-		// Identical content: nothing happens.
+		// Identical content: nothing happens, and the answer, which
+		// confirms stored state, waits for the durability barrier; when
+		// the barrier does not complete, the outcome is unknown.
+		var barriers int
+		failBarrier := false
+		d.SetDurableFault(func(context.Context) error {
+			barriers++
+			if failBarrier {
+				return errors.New("the synchronous standby did not confirm")
+			}
+			return nil
+		})
+		t.Cleanup(func() { d.SetDurableFault(nil) })
 		same, created, err := s.Update(ctx, orig.ID, in)
 		if err != nil || created || same.ID != orig.ID || !same.UpdatedAt.Equal(old.UpdatedAt) {
 			t.Fatalf("identical PUT: %+v created=%v err=%v", same, created, err)
 		}
+		if barriers != 1 {
+			t.Fatalf("identical PUT ran %d durability barriers; want 1", barriers)
+		}
+		failBarrier = true
+		if _, _, err := s.Update(ctx, orig.ID, in); !db.IsOutcomeUnknown(err) {
+			t.Fatalf("identical PUT whose barrier failed: %v; want an unknown outcome", err)
+		}
+		d.SetDurableFault(nil)
 
 		// v2 is unused: in place. Changing v1 again branches to version 3.
 		in2.Name = "v2 renamed"
