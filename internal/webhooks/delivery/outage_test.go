@@ -127,3 +127,71 @@ func databaseAway(t *testing.T, d *db.DB) (back func()) {
 		}
 	}
 }
+
+// claimErrors counts the worker's "claim deliveries" errors.
+type claimErrors struct{ n atomic.Int64 }
+
+func (l *claimErrors) Enabled(context.Context, slog.Level) bool { return true }
+func (l *claimErrors) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *claimErrors) WithGroup(string) slog.Handler            { return l }
+func (l *claimErrors) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "claim deliveries" {
+		l.n.Add(1)
+	}
+	return nil
+}
+
+// A claim whose COMMIT was applied but whose answer was lost (the primary
+// failed over under it) leaves rows leased to a worker that never saw
+// them. Once a claim has failed, the worker hands back every row leased to
+// it that it is not attempting, as soon as the database answers: here the
+// rows are leased to the worker for an hour, as such a claim leaves them,
+// and a claim fails while the database is away; they are delivered within
+// seconds of its return, not when the lease ends.
+func TestOrphanedLeasesHandedBackAfterAFailedClaim(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newFixture(t, d)
+		rc := newReceiver(t, false)
+		f.register(outbox.ActCreated, rc.URL+"/hook")
+		ids := f.emit(outbox.ActCreated, 3, nil, nil)
+		const owner = "worker-whose-claim-answer-was-lost"
+		hour := time.Now().Add(time.Hour)
+		if err := d.DB.Exec(`UPDATE deliveries SET status = ?, lease_owner = ?, lease_expires_at = ?`, string(outbox.Delivering), owner, hour).Error; err != nil {
+			t.Fatal(err)
+		}
+		logs := &claimErrors{}
+		box, err := sealing.New(keyring.MustNew(f.cfg.Secret))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := delivery.NewWorker(d, box, f.cfg, slog.New(logs), delivery.WithOwner(owner), delivery.WithPollInterval(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := databaseAway(t, d)
+		if err := w.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Stop(context.Background()) })
+		deadline := time.Now().Add(30 * time.Second)
+		for logs.n.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no claim failed while the database was away")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		back()
+		deadline = time.Now().Add(30 * time.Second)
+		for _, id := range ids {
+			for f.row(id).Status != outbox.Succeeded {
+				if time.Now().After(deadline) {
+					t.Fatalf("delivery of %s: %+v, still leased after the database returned", id, f.row(id))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if got := len(rc.requests()); got != 3 {
+			t.Fatalf("%d requests, want 3", got)
+		}
+	})
+}

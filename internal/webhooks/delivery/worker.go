@@ -184,6 +184,14 @@ type Worker struct {
 	signal *Signal
 	slots  chan struct{}
 
+	// held are the deliveries this worker is attempting; orphans says a
+	// claim failed, so rows may be leased to this worker that it does not
+	// attempt (a COMMIT applied whose answer was lost): the loop hands
+	// them back before it claims again (releaseOrphans).
+	heldMu  sync.Mutex
+	held    map[outbox.Held]struct{}
+	orphans bool
+
 	startOnce, stopOnce sync.Once
 	started             atomic.Bool
 	runCtx              context.Context // cancelled: abrupt stop
@@ -326,6 +334,9 @@ func (w *Worker) loop() {
 		case <-timer.C:
 		case <-w.signal.C():
 		}
+		if w.orphans {
+			w.releaseOrphans()
+		}
 		for {
 			free := w.concurrency - len(w.slots)
 			if free == 0 {
@@ -335,6 +346,7 @@ func (w *Worker) loop() {
 			if err != nil {
 				if w.runCtx.Err() == nil {
 					w.logger.Error("claim deliveries", "err", err)
+					w.orphans = true
 				}
 				break
 			}
@@ -376,8 +388,18 @@ func (w *Worker) claimAndStart(n int) (int, error) {
 	for _, c := range rows {
 		w.slots <- struct{}{}
 		w.inflight.Add(1)
+		h := outbox.Held{TenantID: c.TenantID, ID: c.ID}
+		w.heldMu.Lock()
+		if w.held == nil {
+			w.held = map[outbox.Held]struct{}{}
+		}
+		w.held[h] = struct{}{}
+		w.heldMu.Unlock()
 		go func() {
 			defer func() {
+				w.heldMu.Lock()
+				delete(w.held, h)
+				w.heldMu.Unlock()
 				<-w.slots
 				w.inflight.Done()
 				// Always look again: a claim may have left due rows
@@ -389,6 +411,33 @@ func (w *Worker) claimAndStart(n int) (int, error) {
 		}()
 	}
 	return len(rows), nil
+}
+
+// releaseOrphans hands back the rows leased to this worker that it is not
+// attempting (outbox.ReleaseOrphans), once a claim has failed; it tries
+// again before the next claim while the database does not answer. Only the
+// loop claims, so no claim can add rows while it runs; an attempt that
+// ends meanwhile has recorded its outcome (or let its row go) already.
+func (w *Worker) releaseOrphans() {
+	w.heldMu.Lock()
+	held := make([]outbox.Held, 0, len(w.held))
+	for h := range w.held {
+		held = append(held, h)
+	}
+	w.heldMu.Unlock()
+	ctx, cancel := context.WithTimeout(suppress.Context(w.runCtx), releaseTimeout)
+	defer cancel()
+	n, err := outbox.ReleaseOrphans(ctx, w.db, w.owner, held, w.clock())
+	if err != nil {
+		if w.runCtx.Err() == nil {
+			w.logger.Warn("hand back deliveries a failed claim may have leased", "err", err)
+		}
+		return
+	}
+	w.orphans = false
+	if n > 0 {
+		w.logger.Info("handed back deliveries a failed claim had leased", "count", n)
+	}
 }
 
 // claim leases up to n due deliveries to this worker, until the time it

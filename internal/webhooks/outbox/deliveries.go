@@ -395,3 +395,27 @@ func (a RecordedAttempt) ErrorText() string {
 	}
 	return *a.Error
 }
+
+// Held names one delivery a worker is attempting.
+type Held struct {
+	TenantID int64
+	ID       string
+}
+
+// ReleaseOrphans hands back, as due now, every delivery leased to owner
+// that is not in held: leases a claim took although its caller never saw
+// the rows (the claim's COMMIT was applied but its answer was lost with the
+// connection, as when the primary fails over). Without it those rows wait
+// for their lease to end. It returns how many it released.
+func ReleaseOrphans(ctx context.Context, d *db.DB, owner string, held []Held, now time.Time) (int64, error) {
+	q := d.WithContext(ctx).Table("deliveries").
+		Where("lease_owner = ? AND status = "+sqlDelivering, owner)
+	for _, h := range held {
+		q = q.Where("NOT (tenant_id = ? AND id = ?)", h.TenantID, h.ID)
+	}
+	r := q.Updates(map[string]any{
+		"status": string(Pending), "next_attempt_at": now,
+		"lease_owner": nil, "lease_expires_at": nil, "updated_at": now,
+	})
+	return r.RowsAffected, r.Error
+}
