@@ -1,0 +1,256 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/finsvc/finsvc/internal/apperr"
+	"github.com/finsvc/finsvc/internal/audit"
+	"github.com/finsvc/finsvc/internal/auth"
+	"github.com/finsvc/finsvc/internal/counts"
+	"github.com/finsvc/finsvc/internal/db"
+	"github.com/finsvc/finsvc/internal/page"
+	"github.com/finsvc/finsvc/internal/sealing"
+	"github.com/finsvc/finsvc/internal/tenant"
+	"github.com/finsvc/finsvc/internal/webhooks/outbox"
+	"github.com/finsvc/finsvc/pkg/webhooks/sign"
+)
+
+// checkEvent is the rule for the event a registration subscribes to, at
+// creation and at a change: one of the subscribable kinds (outbox.Kinds;
+// webhook.test is sent only by a test, never subscribed to). It returns
+// the field's message, or "".
+func checkEvent(event string) string {
+	if !outbox.ValidKind(event) {
+		return fmt.Sprintf("must be one of %v", outbox.Kinds)
+	}
+	return ""
+}
+
+// Create registers target for event on behalf of p and returns the
+// registration with its new secret, shown only now.
+func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target string) (w *Webhook, secret string, err error) {
+	defer apperr.Wrap(&err, "registry.Create")
+	if err := s.mayChange(p, "createWebhook"); err != nil {
+		return nil, "", err
+	}
+	fe := apperr.FieldErrors{}
+	if msg := checkEvent(event); msg != "" {
+		fe.Add("event", msg)
+	} else if err := mayReadKind(p, event); err != nil {
+		return nil, "", err
+	}
+	target, msg := s.checkTarget(ctx, target)
+	if msg != "" {
+		fe.Add("target", msg)
+	}
+	if err := fe.Err(apperr.Invalid, "The webhook registration is invalid."); err != nil {
+		return nil, "", err
+	}
+	secret, err = sign.NewSecret()
+	if err != nil {
+		return nil, "", err
+	}
+	tid := tenant.ID(ctx)
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		id, err := db.NextID(tx, tid, "webhooks")
+		if err != nil {
+			return err
+		}
+		ct, err := s.box.Seal(secret, sealing.AD(tid, id))
+		if err != nil {
+			return err
+		}
+		w = &Webhook{
+			TenantID: tid, ID: id, Event: event, Target: target, Active: true,
+			SecretCiphertext: ct, CreatedByUserID: p.UserID,
+			CreatedAt: now, UpdatedAt: now,
+		}
+		if p.ClientID != "" {
+			c := p.ClientID
+			w.CreatedByClientID = &c
+		}
+		if err := tx.Create(w).Error; err != nil {
+			return err
+		}
+		return record(ctx, tx, p, audit.WebhookCreated, w.ID)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return w, secret, nil
+}
+
+// List returns a page of the registrations p may see, oldest first.
+func (s *Store) List(ctx context.Context, p *auth.Principal, pg page.Request) (ws []Webhook, total int64, err error) {
+	defer apperr.Wrap(&err, "registry.List")
+	key := counts.Webhooks
+	if uid, only := ownOnly(p); only {
+		key = counts.WebhooksOf(uid) // the rows visible shows
+	}
+	if total, err = counts.Total(ctx, s.db.DB, key); err != nil {
+		return nil, 0, err
+	}
+	if pg.Beyond(total) {
+		return []Webhook{}, total, nil
+	}
+	err = visible(ctx, s.db.DB, p).Order("id").Limit(pg.Limit).Offset(pg.Offset()).Find(&ws).Error
+	return ws, total, err
+}
+
+// Get returns one registration; another tenant's, or one p may not see, is
+// NotFound.
+func (s *Store) Get(ctx context.Context, p *auth.Principal, id int64) (*Webhook, error) {
+	return s.get(ctx, s.db.DB, p, id)
+}
+
+func (s *Store) get(ctx context.Context, q *gorm.DB, p *auth.Principal, id int64) (*Webhook, error) {
+	var w Webhook
+	err := visible(ctx, q, p).Where("id = ?", id).Take(&w).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, apperr.Ef(apperr.NotFound, "webhook %d not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: get webhook %d: %w", id, err)
+	}
+	return &w, nil
+}
+
+// Patch is a change of a registration: each field given (non-nil) is
+// changed, the others are kept.
+type Patch struct {
+	// Event is the kind the registration subscribes to from now on, checked
+	// as at creation. Deliveries already queued for the previous kind are
+	// left as they are (delivered, retried or cancelled as before): a change
+	// decides which events are queued for the registration from now on.
+	Event *string
+	// Target is the new URL, checked and normalised as at creation.
+	Target *string
+	// Active activates or deactivates the registration.
+	Active *bool
+}
+
+// Update applies ch. Deactivating cancels the registration's pending
+// deliveries; activating clears disabled_reason. A refused field changes
+// nothing, and every refused field is named.
+func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patch) (w *Webhook, err error) {
+	defer apperr.Wrap(&err, "registry.Update(%d)", id)
+	if err := s.mayChange(p, "updateWebhook"); err != nil {
+		return nil, err
+	}
+	event, target, active := ch.Event, ch.Target, ch.Active
+	fe := apperr.FieldErrors{}
+	if event != nil {
+		if msg := checkEvent(*event); msg != "" {
+			fe.Add("event", msg)
+		} else if err := mayReadKind(p, *event); err != nil {
+			return nil, err
+		}
+	}
+	if target != nil {
+		norm, msg := s.checkTarget(ctx, *target)
+		if msg != "" {
+			fe.Add("target", msg)
+		}
+		target = &norm
+	}
+	if err := fe.Err(apperr.Invalid, "The webhook registration is invalid."); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		cur, err := s.get(ctx, s.db.ForUpdate(tx), p, id)
+		if err != nil {
+			return err
+		}
+		set := map[string]any{"updated_at": now}
+		if event != nil {
+			// Emit selects registrations by their event when it writes an
+			// event, so events of the new kind are queued from the commit
+			// on; the deliveries already queued (of the old kind) are left
+			// alone: the attempts before each one check eligibility, not
+			// the event.
+			set["event"] = *event
+		}
+		if target != nil {
+			set["target"] = *target
+		}
+		if active != nil {
+			set["active"] = *active
+			if *active {
+				// Re-enabling starts afresh: no disabled reason, and a
+				// closed circuit with no failure run (or the next failure
+				// would disable it again at once).
+				set["disabled_reason"], set["disabled_at"] = nil, nil
+				if !cur.Active {
+					set["consecutive_failures"], set["failing_since"], set["circuit_open_until"] = 0, nil, nil
+				}
+			} else if cur.Active {
+				if err := outbox.CancelPending(tx, tenant.ID(ctx), id, "", now); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(set).Error; err != nil {
+			return err
+		}
+		action := audit.WebhookUpdated
+		if active != nil && !*active && cur.Active {
+			action = audit.WebhookDisabled
+		}
+		if err := record(ctx, tx, p, action, id); err != nil {
+			return err
+		}
+		w, err = s.get(ctx, tx, p, id)
+		return err
+	})
+	return w, err
+}
+
+// Disable deactivates a registration whose target asked to stop (410
+// Gone) or that has failed for outbox.AutoDisableAfter, records why and
+// when, and cancels its pending deliveries, inside tx. The
+// delivery workers call it across tenants, hence the explicit tenant id.
+func Disable(tx *gorm.DB, tenantID, id int64, reason string, now time.Time) error {
+	if err := tx.Table("webhooks").Where("tenant_id = ? AND id = ?", tenantID, id).
+		Updates(map[string]any{"active": false, "disabled_reason": reason, "disabled_at": now, "updated_at": now}).Error; err != nil {
+		return fmt.Errorf("registry: disable webhook %d: %w", id, err)
+	}
+	typ, target := audit.Target(audit.TargetWebhook, id)
+	if err := audit.RecordIn(tx.Statement.Context, tx, tenantID, audit.Entry{
+		Action: audit.WebhookDisabled, TargetType: typ, TargetID: target, Actor: audit.SystemActor,
+	}); err != nil {
+		return err
+	}
+	return outbox.CancelPending(tx, tenantID, id, "registration disabled: "+reason, now)
+}
+
+// Delete removes the registration. Its deliveries go with it (the delivery
+// log belongs to the registration), which cancels every pending one.
+func (s *Store) Delete(ctx context.Context, p *auth.Principal, id int64) (err error) {
+	defer apperr.Wrap(&err, "registry.Delete(%d)", id)
+	if err := s.mayChange(p, "deleteWebhook"); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *gorm.DB) error {
+		if _, err := s.get(ctx, s.db.ForUpdate(tx), p, id); err != nil {
+			return err
+		}
+		if err := outbox.DeleteDeliveries(tx, tenant.ID(ctx), id); err != nil {
+			return err
+		}
+		res := tenant.Scope(ctx, tx).Where("id = ?", id).Delete(&Webhook{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return apperr.Ef(apperr.NotFound, "webhook %d not found", id)
+		}
+		return record(ctx, tx, p, audit.WebhookDeleted, id)
+	})
+}
