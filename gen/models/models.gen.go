@@ -2252,6 +2252,9 @@ type Webhook struct {
 	// Active Inactive registrations receive nothing.
 	Active bool `json:"active"`
 
+	// AllEvents The registration receives every subscribable kind, those added later included.
+	AllEvents bool `json:"all_events"`
+
 	// CreatedAt When it was registered.
 	CreatedAt time.Time `json:"created_at"`
 
@@ -2267,8 +2270,11 @@ type Webhook struct {
 	// DisabledReason Why the service deactivated it (the target answered 410, or every attempt failed for 5 days).
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
+	// Event Superseded by `event_types` and `all_events` (a request sending `event` is answered with `Deprecation`): the first kind the registration subscribes to.
 	Event EventKind `json:"event"`
+
+	// EventTypes The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`.
+	EventTypes []EventKind `json:"event_types"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
 	// makes it `healthy`; failures (no answer in time, or anything but 2xx) make it
@@ -2290,10 +2296,19 @@ type Webhook struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// WebhookCreate A new registration.
+// WebhookCreate A new registration. Give what it subscribes to as `event_types` or `all_events: true` (or, deprecated, one `event`), exactly one of them.
 type WebhookCreate struct {
-	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
-	Event EventKind `json:"event"`
+	// AllEvents `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope.
+	AllEvents *bool `json:"all_events,omitempty"`
+
+	// Event Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
+	// Deprecated: Use event_types (or all_events), which take several kinds.
+	Event *EventKind `json:"event,omitempty"`
+
+	// EventTypes The kinds the registration receives (at least one). The token needs the read scope of each kind's object (see `DeliveryEventKind`).
+	//
+	// Example: ["act.created","act.data_updated"]
+	EventTypes *[]EventKind `json:"event_types,omitempty"`
 
 	// Target An HTTPS URL.
 	//
@@ -2389,13 +2404,22 @@ type WebhookTestPayload struct {
 	WebhookId int64 `json:"webhook_id"`
 }
 
-// WebhookUpdate Changes to a registration: each property given is changed, the others are kept. `event` is the kind the registration subscribes to from now on (one of `EventKind`, as at creation; `webhook.test` cannot be subscribed to): events of that kind emitted after the change are delivered to it, events of the previous kind no longer are, and deliveries already queued for the previous kind are left as they are.
+// WebhookUpdate Changes to a registration: each property given is changed, the others are kept. `event_types` or `all_events: true` (or, deprecated, one `event`; at most one of the three) is what the registration subscribes to from now on (as at creation; `webhook.test` cannot be subscribed to): events of those kinds emitted after the change are delivered to it, events of kinds it no longer takes are not, and deliveries already queued are left as they are.
 type WebhookUpdate struct {
 	// Active Activate or deactivate.
 	Active *bool `json:"active,omitempty"`
 
-	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
+	// AllEvents `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope.
+	AllEvents *bool `json:"all_events,omitempty"`
+
+	// Event Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
+	// Deprecated: Use event_types (or all_events), which take several kinds.
 	Event *EventKind `json:"event,omitempty"`
+
+	// EventTypes The kinds the registration receives (at least one). The token needs the read scope of each kind's object (see `DeliveryEventKind`).
+	//
+	// Example: ["act.created","act.data_updated"]
+	EventTypes *[]EventKind `json:"event_types,omitempty"`
 
 	// Target A new HTTPS URL.
 	Target *string `json:"target,omitempty"`
@@ -2405,6 +2429,9 @@ type WebhookUpdate struct {
 type WebhookWithSecret struct {
 	// Active Inactive registrations receive nothing.
 	Active bool `json:"active"`
+
+	// AllEvents The registration receives every subscribable kind, those added later included.
+	AllEvents bool `json:"all_events"`
 
 	// CreatedAt When it was registered.
 	CreatedAt time.Time `json:"created_at"`
@@ -2421,8 +2448,11 @@ type WebhookWithSecret struct {
 	// DisabledReason Why the service deactivated it.
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
+	// Event Superseded by `event_types` and `all_events` (a request sending `event` is answered with `Deprecation`): the first kind the registration subscribes to.
 	Event EventKind `json:"event"`
+
+	// EventTypes The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`.
+	EventTypes []EventKind `json:"event_types"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
 	// makes it `healthy`; failures (no answer in time, or anything but 2xx) make it

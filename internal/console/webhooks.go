@@ -81,14 +81,20 @@ func (cs *Console) webhook(r *req) error {
 	return cs.webhookView(r, "")
 }
 
-// edit is the registration's edit form as sent; "" is the registration's
-// own value.
-type edit struct{ Event, Target string }
-
-// EventChoice is the edit form's event field, the current event chosen.
-func (p *webhookPage) EventChoice() eventChoice {
-	return eventChoice{Prefix: "edit-", Events: p.EventTypes, Event: p.Edit.Event, Error: p.Errors["event"]}
+// edit is the registration's edit form as sent; "" (nil) is the
+// registration's own value.
+type edit struct {
+	Sub    *registry.Subscription
+	Target string
 }
+
+// EventChoice is the edit form's event field, the current types chosen.
+func (p *webhookPage) EventChoice() eventChoice {
+	return eventChoice{Prefix: "edit-", Events: p.EventTypes, Sub: *p.Edit.Sub, Error: p.Errors["event"]}
+}
+
+// Events is what the registration subscribes to, in a few words.
+func (w webhookRow) Events() string { return summary(w.Subscription()) }
 
 func (cs *Console) webhookView(r *req, msg string) error {
 	return cs.webhookForm(r, msg, edit{}, nil)
@@ -109,8 +115,9 @@ func (cs *Console) webhookForm(r *req, msg string, sent edit, fe fieldErrors) er
 	if sent.Target == "" {
 		sent.Target = w.Target
 	}
-	if sent.Event == "" {
-		sent.Event = w.Event
+	if sent.Sub == nil {
+		sub := w.Subscription()
+		sent.Sub = &sub
 	}
 	var choices []replayChoice
 	for _, c := range replayWindows {

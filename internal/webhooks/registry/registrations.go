@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,31 +21,39 @@ import (
 	"github.com/finsvc/finsvc/pkg/webhooks/sign"
 )
 
-// checkEvent is the rule for the event a registration subscribes to, at
-// creation and at a change: one of the subscribable kinds (outbox.Kinds;
-// webhook.test is sent only by a test, never subscribed to). It returns
-// the field's message, or "".
-func checkEvent(event string) string {
-	if !outbox.ValidKind(event) {
-		return fmt.Sprintf("must be one of %v", outbox.Kinds)
-	}
-	return ""
+// Registration is a new registration: where deliveries go and what it
+// subscribes to.
+type Registration struct {
+	Target string
+	Subscription
+	// EventField names the field the subscription came in for a refusal
+	// ("event_types" when empty; "event" for the deprecated single event).
+	EventField string
 }
 
 // Create registers target for event on behalf of p and returns the
-// registration with its new secret, shown only now.
+// registration with its new secret, shown only now (Register with one
+// event type).
 func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target string) (w *Webhook, secret string, err error) {
-	defer apperr.Wrap(&err, "registry.Create")
+	return s.Register(ctx, p, Registration{Target: target, Subscription: Subscription{EventTypes: []string{event}}, EventField: "event"})
+}
+
+// Register registers r on behalf of p and returns the registration with
+// its new secret, shown only now.
+func (s *Store) Register(ctx context.Context, p *auth.Principal, r Registration) (w *Webhook, secret string, err error) {
+	defer apperr.Wrap(&err, "registry.Register")
 	if err := s.mayChange(p, "createWebhook"); err != nil {
 		return nil, "", err
 	}
 	fe := apperr.FieldErrors{}
-	if msg := checkEvent(event); msg != "" {
-		fe.Add("event", msg)
-	} else if err := mayReadKind(p, event); err != nil {
+	sub, msg, err := checkSubscription(p, r.Subscription)
+	if err != nil {
 		return nil, "", err
 	}
-	target, msg := s.checkTarget(ctx, target)
+	if msg != "" {
+		fe.Add(cmp.Or(r.EventField, "event_types"), msg)
+	}
+	target, msg := s.checkTarget(ctx, r.Target)
 	if msg != "" {
 		fe.Add("target", msg)
 	}
@@ -67,7 +76,7 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 			return err
 		}
 		w = &Webhook{
-			TenantID: tid, ID: id, Event: event, Target: target, Active: true,
+			TenantID: tid, ID: id, Event: sub.First(), AllEvents: sub.AllEvents, Target: target, Active: true,
 			SecretCiphertext: ct, CreatedByUserID: p.UserID,
 			CreatedAt: now, UpdatedAt: now,
 		}
@@ -78,6 +87,10 @@ func (s *Store) Create(ctx context.Context, p *auth.Principal, event, target str
 		if err := tx.Create(w).Error; err != nil {
 			return err
 		}
+		if err := writeSubscription(ctx, tx, id, sub); err != nil {
+			return err
+		}
+		w.EventTypes = sub.EventTypes
 		return record(ctx, tx, p, audit.WebhookCreated, w.ID)
 	})
 	if err != nil {
@@ -99,8 +112,10 @@ func (s *Store) List(ctx context.Context, p *auth.Principal, pg page.Request) (w
 	if pg.Beyond(total) {
 		return []Webhook{}, total, nil
 	}
-	err = visible(ctx, s.db.DB, p).Order("id").Limit(pg.Limit).Offset(pg.Offset()).Find(&ws).Error
-	return ws, total, err
+	if err = visible(ctx, s.db.DB, p).Order("id").Limit(pg.Limit).Offset(pg.Offset()).Find(&ws).Error; err != nil {
+		return nil, 0, err
+	}
+	return ws, total, withSubscriptions(ctx, s.db.DB, ws)
 }
 
 // Get returns one registration; another tenant's, or one p may not see, is
@@ -118,16 +133,27 @@ func (s *Store) get(ctx context.Context, q *gorm.DB, p *auth.Principal, id int64
 	if err != nil {
 		return nil, fmt.Errorf("registry: get webhook %d: %w", id, err)
 	}
-	return &w, nil
+	ws := []Webhook{w}
+	if err := withSubscriptions(ctx, q, ws); err != nil {
+		return nil, err
+	}
+	return &ws[0], nil
 }
 
 // Patch is a change of a registration: each field given (non-nil) is
 // changed, the others are kept.
 type Patch struct {
-	// Event is the kind the registration subscribes to from now on, checked
-	// as at creation. Deliveries already queued for the previous kind are
-	// left as they are (delivered, retried or cancelled as before): a change
-	// decides which events are queued for the registration from now on.
+	// Subscription is what the registration subscribes to from now on,
+	// checked as at creation. Deliveries already queued for kinds it no
+	// longer takes are left as they are (delivered, retried or cancelled as
+	// before): a change decides which events are queued for the
+	// registration from now on.
+	Subscription *Subscription
+	// SubscriptionField names the field Subscription came in for a
+	// refusal ("event_types" when empty).
+	SubscriptionField string
+	// Event is the deprecated single event: Subscription with this one
+	// kind, refused under the name event.
 	Event *string
 	// Target is the new URL, checked and normalised as at creation.
 	Target *string
@@ -143,14 +169,21 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patc
 	if err := s.mayChange(p, "updateWebhook"); err != nil {
 		return nil, err
 	}
-	event, target, active := ch.Event, ch.Target, ch.Active
+	target, active := ch.Target, ch.Active
 	fe := apperr.FieldErrors{}
-	if event != nil {
-		if msg := checkEvent(*event); msg != "" {
-			fe.Add("event", msg)
-		} else if err := mayReadKind(p, *event); err != nil {
+	sub, field := ch.Subscription, cmp.Or(ch.SubscriptionField, "event_types")
+	if ch.Event != nil {
+		sub, field = &Subscription{EventTypes: []string{*ch.Event}}, "event"
+	}
+	if sub != nil {
+		norm, msg, err := checkSubscription(p, *sub)
+		if err != nil {
 			return nil, err
 		}
+		if msg != "" {
+			fe.Add(field, msg)
+		}
+		sub = &norm
 	}
 	if target != nil {
 		norm, msg := s.checkTarget(ctx, *target)
@@ -169,13 +202,15 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patc
 			return err
 		}
 		set := map[string]any{"updated_at": now}
-		if event != nil {
-			// Emit selects registrations by their event when it writes an
-			// event, so events of the new kind are queued from the commit
-			// on; the deliveries already queued (of the old kind) are left
-			// alone: the attempts before each one check eligibility, not
-			// the event.
-			set["event"] = *event
+		if sub != nil {
+			// Emit selects registrations by their subscription when it
+			// writes an event, so events of the new kinds are queued from
+			// the commit on; the deliveries already queued are left alone:
+			// the attempts before each one check eligibility, not the kind.
+			set["event"], set["all_events"] = sub.First(), sub.AllEvents
+			if err := writeSubscription(ctx, tx, id, *sub); err != nil {
+				return err
+			}
 		}
 		if target != nil {
 			set["target"] = *target

@@ -31,9 +31,14 @@ import (
 
 // Webhook is a registration as the API shows it (never with its secret).
 type Webhook struct {
-	TenantID                 int64      `gorm:"column:tenant_id"`
-	ID                       int64      `gorm:"column:id"`
-	Event                    string     `gorm:"column:event"`
+	TenantID int64 `gorm:"column:tenant_id"`
+	ID       int64 `gorm:"column:id"`
+	// Event is the first kind of the subscription (the deprecated single
+	// event of the API).
+	Event string `gorm:"column:event"`
+	// AllEvents and EventTypes are what it subscribes to (Subscription).
+	AllEvents                bool       `gorm:"column:all_events"`
+	EventTypes               []string   `gorm:"-"`
 	Target                   string     `gorm:"column:target"`
 	Active                   bool       `gorm:"column:active"`
 	SecretCiphertext         string     `gorm:"column:secret_ciphertext"`
@@ -57,6 +62,11 @@ type Webhook struct {
 // HealthState is the state of the registration's circuit breaker at now.
 func (w Webhook) HealthState(now time.Time) outbox.HealthState {
 	return outbox.State(w.ConsecutiveFailures, w.CircuitOpenUntil, now)
+}
+
+// Subscription is what the registration receives.
+func (w Webhook) Subscription() Subscription {
+	return Subscription{EventTypes: w.EventTypes, AllEvents: w.AllEvents}
 }
 
 // TableName is the GORM table.
