@@ -2280,7 +2280,7 @@ type Webhook struct {
 	// DisabledReason Why the service deactivated it (the target answered 410, or every attempt failed for 5 days).
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Superseded by `event_types` and `all_events` (a request sending `event` is answered with `Deprecation`): the first kind the registration subscribes to.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// EventTypes The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`.
@@ -2458,7 +2458,7 @@ type WebhookWithSecret struct {
 	// DisabledReason Why the service deactivated it.
 	DisabledReason *string `json:"disabled_reason"`
 
-	// Event Superseded by `event_types` and `all_events` (a request sending `event` is answered with `Deprecation`): the first kind the registration subscribes to.
+	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
 
 	// EventTypes The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`.
