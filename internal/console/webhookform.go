@@ -44,10 +44,10 @@ func (cs *Console) eventTypes() []EventType {
 
 // newWebhookPage is the create form, with what was sent when refused.
 type newWebhookPage struct {
-	Events []EventType
-	Sub    registry.Subscription
-	Target string
-	Errors fieldErrors
+	Events              []EventType
+	Sub                 registry.Subscription
+	Target, Description string
+	Errors              fieldErrors
 }
 
 // eventChoice is the event types a form chooses, among the catalog's types,
@@ -130,12 +130,12 @@ func (cs *Console) createWebhook(r *req) error {
 	if err := cs.permitOr403(r, "createWebhook"); err != nil {
 		return err
 	}
-	target := r.Request().PostFormValue("target")
+	target, desc := r.Request().PostFormValue("target"), r.Request().PostFormValue("description")
 	sub := subscriptionForm(r)
-	w, secret, err := cs.d.Webhooks.Register(r.Request().Context(), r.p, registry.Registration{Target: target, Subscription: sub, EventField: "event"})
+	w, secret, err := cs.d.Webhooks.Register(r.Request().Context(), r.p, registry.Registration{Target: target, Description: desc, Subscription: sub, EventField: "event"})
 	if apperr.Is(err, apperr.Invalid) {
 		return cs.newWebhookView(r, "The webhook was not created: correct the fields marked below.",
-			&newWebhookPage{Sub: sub, Target: target, Errors: fieldsOf(err)})
+			&newWebhookPage{Sub: sub, Target: target, Description: desc, Errors: fieldsOf(err)})
 	}
 	if err != nil {
 		return err
@@ -157,6 +157,11 @@ func (cs *Console) changeTarget(r *req) error {
 	target := r.Request().PostFormValue("target")
 	sub := subscriptionForm(r)
 	ch := registry.Patch{Target: &target, SubscriptionField: "event"}
+	var desc *string
+	if _, ok := r.Request().PostForm["description"]; ok { // a form without the field keeps it
+		d := r.Request().PostForm.Get("description")
+		ch.Description, desc = &d, &d
+	}
 	if len(sub.EventTypes) > 0 || sub.AllEvents || r.Request().PostForm.Get("events_shown") != "" {
 		// A form without the fieldset keeps the subscription; one with it
 		// and nothing ticked is refused.
@@ -164,7 +169,7 @@ func (cs *Console) changeTarget(r *req) error {
 	}
 	w, err := cs.d.Webhooks.Update(r.Request().Context(), r.p, id, ch)
 	if apperr.Is(err, apperr.Invalid) {
-		return cs.webhookForm(r, "The webhook was not changed: correct the fields marked below.", edit{Sub: &sub, Target: target}, fieldsOf(err))
+		return cs.webhookForm(r, "The webhook was not changed: correct the fields marked below.", edit{Sub: &sub, Target: target, Description: desc}, fieldsOf(err))
 	}
 	if err != nil {
 		return err

@@ -84,8 +84,10 @@ func (cs *Console) webhook(r *req) error {
 // edit is the registration's edit form as sent; "" (nil) is the
 // registration's own value.
 type edit struct {
-	Sub    *registry.Subscription
-	Target string
+	Sub         *registry.Subscription
+	Target      string
+	Description *string
+	Errors      fieldErrors // the refusals, for the shared fields' templates
 }
 
 // EventChoice is the edit form's event field, the current types chosen.
@@ -119,6 +121,10 @@ func (cs *Console) webhookForm(r *req, msg string, sent edit, fe fieldErrors) er
 		sub := w.Subscription()
 		sent.Sub = &sub
 	}
+	if sent.Description == nil {
+		sent.Description = &w.Description
+	}
+	sent.Errors = fe
 	var choices []replayChoice
 	for _, c := range replayWindows {
 		choices = append(choices, replayChoice{c.Value, c.Label})

@@ -30,7 +30,7 @@ func TestWebhookFormsTakeSeveralTypes(t *testing.T) {
 				t.Fatalf("the create form has no checkboxes: %s", form.body)
 			}
 			tok := csrf(t, form.body)
-			r := admin.do("POST", "/console/webhooks", url.Values{"csrf_token": {tok}, "event": {outbox.ActUpdated, outbox.ClientCreated}, "target": {"https://127.0.0.1:9/two"}})
+			r := admin.do("POST", "/console/webhooks", url.Values{"csrf_token": {tok}, "event": {outbox.ActUpdated, outbox.ClientCreated}, "target": {"https://127.0.0.1:9/two"}, "description": {"Ledger <sync>"}})
 			if r.code != http.StatusSeeOther {
 				t.Fatalf("create: %d %s", r.code, r.body)
 			}
@@ -43,6 +43,10 @@ func TestWebhookFormsTakeSeveralTypes(t *testing.T) {
 				t.Fatalf("API after the form: %+v", got)
 			}
 			page := admin.do("GET", r.location, nil)
+			if got.Description != "Ledger <sync>" || !strings.Contains(page.body, `<dd id="description">Ledger &lt;sync&gt;</dd>`) ||
+				!strings.Contains(page.body, `name="description" value="Ledger &lt;sync&gt;"`) {
+				t.Fatalf("the description: API %q, page without it", got.Description)
+			}
 			if !strings.Contains(page.body, `id="edit-event-act.updated" checked`) || !strings.Contains(page.body, `id="edit-event-client.created" checked`) ||
 				strings.Contains(page.body, `id="edit-event-act.created" checked`) {
 				t.Fatal("the edit form does not show the two types ticked")

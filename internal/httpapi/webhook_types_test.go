@@ -113,3 +113,43 @@ func TestWebhookEventTypes(t *testing.T) {
 		acme.Do("POST", "/api/1.0/webhooks", actsOnly, map[string]any{"all_events": true, "target": "https://hooks.example.com/a"}).Status(t, 403)
 	}, withSecret(false))
 }
+
+// TestWebhookDescription: a registration's free-text description is
+// stored at creation, changed and cleared by PATCH, listed, and one over
+// 500 characters is a 400 that changes nothing.
+func TestWebhookDescription(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, env *apitest.Env) {
+		acme := newWebhookEnv(t, env, "acme")
+		var w models.WebhookWithSecret
+		acme.Do("POST", "/api/1.0/webhooks", acme.tok, map[string]any{"event_types": []string{"act.created"},
+			"target": "https://hooks.example.com/d", "description": "Invoices sync, production"}).Status(t, 201).Decode(t, &w)
+		if w.Description != "Invoices sync, production" {
+			t.Fatalf("created %+v", w)
+		}
+		path := fmt.Sprintf("/api/1.0/webhooks/%d", w.Id)
+		var got models.Webhook
+		acme.Do("PATCH", path, acme.tok, map[string]any{"description": "Ledger, staging"}).Status(t, 200).Decode(t, &got)
+		if got.Description != "Ledger, staging" || got.Target != w.Target {
+			t.Fatalf("patched %+v", got)
+		}
+		e := acme.Do("PATCH", path, acme.tok, map[string]any{"description": strings.Repeat("é", 501)}).Status(t, 400).Err(t)
+		if len(e.Errors["description"]) == 0 {
+			t.Errorf("too long: errors %v", e.Errors)
+		}
+		var list models.WebhookList
+		acme.Do("GET", "/api/1.0/webhooks", acme.tok, nil).Status(t, 200).Decode(t, &list)
+		if len(list.Data) != 1 || list.Data[0].Description != "Ledger, staging" {
+			t.Fatalf("listed %+v", list.Data)
+		}
+		acme.Do("PATCH", path, acme.tok, map[string]any{"description": ""}).Status(t, 200).Decode(t, &got)
+		if got.Description != "" {
+			t.Fatalf("cleared %+v", got)
+		}
+		var plain models.WebhookWithSecret
+		acme.Do("POST", "/api/1.0/webhooks", acme.tok, map[string]any{"event_types": []string{"act.created"}, "target": "https://hooks.example.com/e"}).
+			Status(t, 201).Decode(t, &plain)
+		if plain.Description != "" {
+			t.Fatalf("no description given: %+v", plain)
+		}
+	}, withSecret(false))
+}

@@ -35,7 +35,7 @@ func webhookView(w *registry.Webhook) models.Webhook {
 		types[i] = models.EventKind(k)
 	}
 	return models.Webhook{
-		Id: w.ID, Event: models.EventKind(w.Event), EventTypes: types, AllEvents: w.AllEvents, Target: w.Target, Active: w.Active,
+		Id: w.ID, Event: models.EventKind(w.Event), EventTypes: types, AllEvents: w.AllEvents, Description: w.Description, Target: w.Target, Active: w.Active,
 		CreatedByUserId: w.CreatedByUserID, CreatedByClientId: w.CreatedByClientID,
 		DisabledReason: w.DisabledReason, DisabledAt: utcp(w.DisabledAt), Health: healthView(w),
 		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
@@ -58,7 +58,7 @@ func healthView(w *registry.Webhook) models.WebhookHealth {
 func webhookWithSecret(w *registry.Webhook, secret string) models.WebhookWithSecret {
 	v := webhookView(w)
 	out := models.WebhookWithSecret{
-		Id: v.Id, Event: v.Event, EventTypes: v.EventTypes, AllEvents: v.AllEvents, Target: v.Target, Active: v.Active,
+		Id: v.Id, Event: v.Event, EventTypes: v.EventTypes, AllEvents: v.AllEvents, Description: v.Description, Target: v.Target, Active: v.Active,
 		CreatedByUserId: v.CreatedByUserId, CreatedByClientId: v.CreatedByClientId,
 		DisabledReason: v.DisabledReason, DisabledAt: v.DisabledAt, Health: v.Health,
 		CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Secret: secret,
@@ -156,7 +156,11 @@ func (h *Handlers) CreateWebhook(ctx context.Context, req apiserver.CreateWebhoo
 		return nil, apperr.E(apperr.Invalid, "The webhook registration is invalid.").
 			WithField("event_types", "choose at least one event type, or all events")
 	}
-	w, secret, err := h.svc.Webhooks.Register(ctx, p, registry.Registration{Target: req.Body.Target, Subscription: *sub, EventField: field})
+	r := registry.Registration{Target: req.Body.Target, Subscription: *sub, EventField: field}
+	if req.Body.Description != nil {
+		r.Description = *req.Body.Description
+	}
+	w, secret, err := h.svc.Webhooks.Register(ctx, p, r)
 	if err != nil {
 		return nil, err
 	}
@@ -175,10 +179,10 @@ func (h *Handlers) GetWebhook(ctx context.Context, req apiserver.GetWebhookReque
 // UpdateWebhook is PATCH /webhooks/{id}.
 func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhookRequestObject) (apiserver.UpdateWebhookResponseObject, error) {
 	b := req.Body
-	if b == nil || (b.Event == nil && b.EventTypes == nil && b.AllEvents == nil && b.Target == nil && b.Active == nil) {
-		return nil, apperr.E(apperr.Invalid, "Give event_types or all_events, target and/or active.")
+	if b == nil || (b.Event == nil && b.EventTypes == nil && b.AllEvents == nil && b.Target == nil && b.Description == nil && b.Active == nil) {
+		return nil, apperr.E(apperr.Invalid, "Give event_types or all_events, target, description and/or active.")
 	}
-	ch := registry.Patch{Target: b.Target, Active: b.Active}
+	ch := registry.Patch{Target: b.Target, Description: b.Description, Active: b.Active}
 	sub, field, err := subscriptionOf(b.Event, b.EventTypes, b.AllEvents)
 	if err != nil {
 		return nil, err

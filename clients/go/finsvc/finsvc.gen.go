@@ -2274,6 +2274,9 @@ type Webhook struct {
 	// CreatedByUserId The user who registered it; deliveries about an act need this user's access to it.
 	CreatedByUserId int64 `json:"created_by_user_id"`
 
+	// Description What the endpoint is for, in the words of whoever registered it ('' when none was given).
+	Description string `json:"description"`
+
 	// DisabledAt When the service deactivated it (410, or every attempt failed for 5 days); cleared when it is activated again.
 	DisabledAt *time.Time `json:"disabled_at"`
 
@@ -2310,6 +2313,11 @@ type Webhook struct {
 type WebhookCreate struct {
 	// AllEvents `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope.
 	AllEvents *bool `json:"all_events,omitempty"`
+
+	// Description What the endpoint is for, free text to tell endpoints apart (at most 500 characters; '' clears it).
+	//
+	// Example: Invoices sync, production
+	Description *string `json:"description,omitempty"`
 
 	// Event Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
 	// Deprecated: Use event_types (or all_events), which take several kinds.
@@ -2422,6 +2430,11 @@ type WebhookUpdate struct {
 	// AllEvents `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope.
 	AllEvents *bool `json:"all_events,omitempty"`
 
+	// Description What the endpoint is for, free text to tell endpoints apart (at most 500 characters; '' clears it).
+	//
+	// Example: Invoices sync, production
+	Description *string `json:"description,omitempty"`
+
 	// Event Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
 	// Deprecated: Use event_types (or all_events), which take several kinds.
 	Event *EventKind `json:"event,omitempty"`
@@ -2451,6 +2464,9 @@ type WebhookWithSecret struct {
 
 	// CreatedByUserId The user who registered it.
 	CreatedByUserId int64 `json:"created_by_user_id"`
+
+	// Description What the endpoint is for, in the words of whoever registered it ('' when none was given).
+	Description string `json:"description"`
 
 	// DisabledAt When the service deactivated it (410, or every attempt failed for 5 days); cleared when it is activated again.
 	DisabledAt *time.Time `json:"disabled_at"`

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
+
+	"github.com/finsvc/finsvc/internal/textinput"
 
 	"gorm.io/gorm"
 
@@ -25,10 +28,28 @@ import (
 // subscribes to.
 type Registration struct {
 	Target string
+	// Description is free text to tell endpoints apart (checkDescription).
+	Description string
 	Subscription
 	// EventField names the field the subscription came in for a refusal
 	// ("event_types" when empty; "event" for the deprecated single event).
 	EventField string
+}
+
+// MaxDescriptionLen bounds a description, in characters (the spec says
+// the same).
+const MaxDescriptionLen = 500
+
+// checkDescription is the rule for a description: text (textinput) of at
+// most MaxDescriptionLen characters. It returns the field's message, or "".
+func checkDescription(d string) string {
+	switch {
+	case !textinput.Valid(d):
+		return textinput.Message
+	case utf8.RuneCountInString(d) > MaxDescriptionLen:
+		return fmt.Sprintf("must be at most %d characters", MaxDescriptionLen)
+	}
+	return ""
 }
 
 // Create registers target for event on behalf of p and returns the
@@ -57,6 +78,9 @@ func (s *Store) Register(ctx context.Context, p *auth.Principal, r Registration)
 	if msg != "" {
 		fe.Add("target", msg)
 	}
+	if msg := checkDescription(r.Description); msg != "" {
+		fe.Add("description", msg)
+	}
 	if err := fe.Err(apperr.Invalid, "The webhook registration is invalid."); err != nil {
 		return nil, "", err
 	}
@@ -76,7 +100,7 @@ func (s *Store) Register(ctx context.Context, p *auth.Principal, r Registration)
 			return err
 		}
 		w = &Webhook{
-			TenantID: tid, ID: id, Event: sub.First(), AllEvents: sub.AllEvents, Target: target, Active: true,
+			TenantID: tid, ID: id, Event: sub.First(), AllEvents: sub.AllEvents, Target: target, Description: r.Description, Active: true,
 			SecretCiphertext: ct, CreatedByUserID: p.UserID,
 			CreatedAt: now, UpdatedAt: now,
 		}
@@ -157,6 +181,8 @@ type Patch struct {
 	Event *string
 	// Target is the new URL, checked and normalised as at creation.
 	Target *string
+	// Description replaces the description ("" clears it).
+	Description *string
 	// Active activates or deactivates the registration.
 	Active *bool
 }
@@ -192,6 +218,11 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patc
 		}
 		target = &norm
 	}
+	if ch.Description != nil {
+		if msg := checkDescription(*ch.Description); msg != "" {
+			fe.Add("description", msg)
+		}
+	}
 	if err := fe.Err(apperr.Invalid, "The webhook registration is invalid."); err != nil {
 		return nil, err
 	}
@@ -214,6 +245,9 @@ func (s *Store) Update(ctx context.Context, p *auth.Principal, id int64, ch Patc
 		}
 		if target != nil {
 			set["target"] = *target
+		}
+		if ch.Description != nil {
+			set["description"] = *ch.Description
 		}
 		if active != nil {
 			set["active"] = *active

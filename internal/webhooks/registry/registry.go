@@ -40,6 +40,7 @@ type Webhook struct {
 	AllEvents                bool       `gorm:"column:all_events"`
 	EventTypes               []string   `gorm:"-"`
 	Target                   string     `gorm:"column:target"`
+	Description              string     `gorm:"column:description"`
 	Active                   bool       `gorm:"column:active"`
 	SecretCiphertext         string     `gorm:"column:secret_ciphertext"`
 	PreviousSecretCiphertext *string    `gorm:"column:previous_secret_ciphertext"`
