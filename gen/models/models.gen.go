@@ -1104,6 +1104,7 @@ type AuditRecord struct {
 	// - `webhook.created`, `webhook.updated`, `webhook.deleted`.
 	// - `webhook.disabled`: by a person, or by the service after a 410 or repeated failures.
 	// - `webhook.secret_rotated`: the registration was given a new signing secret.
+	// - `webhook.secret_overlap_ended`: the registration's previous secret stopped signing before the end of its rotation's overlap.
 	// - `webhook.secret_revealed`: a person read the registration's signing secret in the console after typing their password again (`failure`: the password was wrong, and nothing was shown).
 	// - `app.created`: an OAuth app registered.
 	// - `app.secret_rotated`, `app.secret_overlap_ended`: an app's secret replaced, and its previous secret's overlap ended early.
@@ -2291,6 +2292,9 @@ type Webhook struct {
 
 	// Id The registration id.
 	Id int64 `json:"id"`
+
+	// PreviousSecretExpiresAt During a rotation's overlap, until when the previous secret still signs beside the current one; null when only the current secret signs.
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 
 	// Target The HTTPS URL that receives deliveries.
 	Target string `json:"target"`

@@ -225,6 +225,22 @@ func (cs *Console) rotateWebhook(r *req) error {
 	return cs.done(r, webhookPath(id), flash{Secret: secret, Notice: "The signing secret was rotated. " + c.done})
 }
 
+// endOverlap is "End the overlap now": the previous secret of a rotation
+// stops signing at once (as for apps on the developer pages).
+func (cs *Console) endOverlap(r *req) error {
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return err
+	}
+	if err := cs.permitOr403(r, "rotateWebhookSecret"); err != nil {
+		return err
+	}
+	if _, err := cs.d.Webhooks.EndOverlap(r.Request().Context(), r.p, id); err != nil {
+		return cs.refused(r, err)
+	}
+	return cs.done(r, webhookPath(id), flash{Notice: "The previous signing secret no longer signs; only the current one does."})
+}
+
 // overlapChoice is an overlap of a rotation as the confirmation page
 // offers it.
 type overlapChoice struct {

@@ -38,7 +38,7 @@ func webhookView(w *registry.Webhook) models.Webhook {
 		Id: w.ID, Event: models.EventKind(w.Event), EventTypes: types, AllEvents: w.AllEvents, Description: w.Description, Target: w.Target, Active: w.Active,
 		CreatedByUserId: w.CreatedByUserID, CreatedByClientId: w.CreatedByClientID,
 		DisabledReason: w.DisabledReason, DisabledAt: utcp(w.DisabledAt), Health: healthView(w),
-		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(), PreviousSecretExpiresAt: w.Overlap(time.Now()),
 	}
 }
 

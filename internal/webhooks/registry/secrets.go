@@ -193,3 +193,49 @@ func (s *Store) Reveal(ctx context.Context, p *auth.Principal, id int64, proof f
 	}
 	return out, nil
 }
+
+// Overlap is when the registration's previous secret stops signing, during
+// a rotation's overlap at now; nil when only the current secret signs.
+func (w Webhook) Overlap(now time.Time) *time.Time {
+	if w.PreviousSecretCiphertext == nil || w.PreviousSecretExpiresAt == nil || !now.Before(*w.PreviousSecretExpiresAt) {
+		return nil
+	}
+	at := w.PreviousSecretExpiresAt.UTC()
+	return &at
+}
+
+// EndOverlap makes the registration's previous secret stop signing now (a
+// rotation's overlap ended early: the old secret may have leaked, or the
+// receiver has switched). The rules are Rotate's. Without a running
+// overlap it changes nothing and records nothing.
+func (s *Store) EndOverlap(ctx context.Context, p *auth.Principal, id int64) (w *Webhook, err error) {
+	defer apperr.Wrap(&err, "registry.EndOverlap(%d)", id)
+	if err := s.mayChange(p, "rotateWebhookSecret"); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	err = s.db.Tx(ctx, func(tx *gorm.DB) error {
+		cur, err := s.get(ctx, s.db.ForUpdate(tx), p, id)
+		if err != nil {
+			return err
+		}
+		if cur.Overlap(now) == nil {
+			w = cur
+			return nil
+		}
+		if err := tenant.Scope(ctx, tx.Model(&Webhook{})).Where("id = ?", id).Updates(map[string]any{
+			"previous_secret_ciphertext": nil, "previous_secret_expires_at": nil, "updated_at": now,
+		}).Error; err != nil {
+			return err
+		}
+		if err := record(ctx, tx, p, audit.WebhookSecretOverlapEnded, id); err != nil {
+			return err
+		}
+		w, err = s.get(ctx, tx, p, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
