@@ -118,9 +118,6 @@ func (cs *Console) newWebhook(r *req) error {
 
 func (cs *Console) newWebhookView(r *req, msg string, p *newWebhookPage) error {
 	p.Events = cs.eventTypes()
-	if len(p.Sub.EventTypes) == 0 && !p.Sub.AllEvents && p.Errors == nil && len(p.Events) > 0 {
-		p.Sub.EventTypes = []string{p.Events[0].Name}
-	}
 	return cs.show(r, "webhook-new", &view{Layout: web.Layout{Title: "New webhook", Nav: "webhooks", Message: msg}, Page: p})
 }
 
