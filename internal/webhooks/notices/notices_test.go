@@ -168,3 +168,46 @@ func TestNotices(t *testing.T) {
 		}
 	})
 }
+
+// TestNoticesOnceAcrossReplicas: replicas running the loop at the same
+// moment send one message per change between them (the claim is a
+// conditional UPDATE).
+func TestNoticesOnceAcrossReplicas(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		_, tn := testdb.NewTenant(t, d, "acme")
+		if err := d.Table("users").Create(map[string]any{"tenant_id": tn.ID, "id": 1, "email": "ada@acme.test", "name": "Ada", "role": "admin", "password_hash": "!"}).Error; err != nil {
+			t.Fatal(err)
+		}
+		for id := 1; id <= 3; id++ {
+			if err := d.Table("webhooks").Create(map[string]any{"tenant_id": tn.ID, "id": id, "event": "act.created", "target": "https://hooks.example.com/x",
+				"active": true, "secret_ciphertext": "x", "created_by_user_id": 1, "consecutive_failures": 1, "last_failure_reason": "target answered 500"}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		box := &mailbox{}
+		u, _ := serve(t, box)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		total := 0
+		for range 4 {
+			m, err := notices.NewSMTP(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := notices.New(d, m, func(slug string, id int64) string { return slug + strconv.FormatInt(id, 10) }, testdb.Logger())
+			wg.Go(func() {
+				sent, err := n.RunOnce(context.Background())
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				total += sent
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if total != 3 || len(box.all()) != 3 {
+			t.Fatalf("4 replicas sent %d (the server got %d), want one per endpoint: 3", total, len(box.all()))
+		}
+	})
+}
