@@ -1104,6 +1104,7 @@ type AuditRecord struct {
 	// - `webhook.created`, `webhook.updated`, `webhook.deleted`.
 	// - `webhook.disabled`: by a person, or by the service after a 410 or repeated failures.
 	// - `webhook.secret_rotated`: the registration was given a new signing secret.
+	// - `webhook.secret_overlap_ended`: the registration's previous secret stopped signing before the end of its rotation's overlap.
 	// - `webhook.secret_revealed`: a person read the registration's signing secret in the console after typing their password again (`failure`: the password was wrong, and nothing was shown).
 	// - `app.created`: an OAuth app registered.
 	// - `app.secret_rotated`, `app.secret_overlap_ended`: an app's secret replaced, and its previous secret's overlap ended early.
@@ -2258,6 +2259,9 @@ type Webhook struct {
 	// Active Inactive registrations receive nothing.
 	Active bool `json:"active"`
 
+	// AllEvents The registration receives every subscribable kind, those added later included.
+	AllEvents bool `json:"all_events"`
+
 	// CreatedAt When it was registered.
 	CreatedAt time.Time `json:"created_at"`
 
@@ -2267,6 +2271,9 @@ type Webhook struct {
 	// CreatedByUserId The user who registered it; deliveries about an act need this user's access to it.
 	CreatedByUserId int64 `json:"created_by_user_id"`
 
+	// Description What the endpoint is for, in the words of whoever registered it ('' when none was given).
+	Description string `json:"description"`
+
 	// DisabledAt When the service deactivated it (410, or every attempt failed for 5 days); cleared when it is activated again.
 	DisabledAt *time.Time `json:"disabled_at"`
 
@@ -2275,6 +2282,9 @@ type Webhook struct {
 
 	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
+
+	// EventTypes The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`.
+	EventTypes []EventKind `json:"event_types"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
 	// makes it `healthy`; failures (no answer in time, or anything but 2xx) make it
@@ -2289,6 +2299,9 @@ type Webhook struct {
 	// Id The registration id.
 	Id int64 `json:"id"`
 
+	// PreviousSecretExpiresAt During a rotation's overlap, until when the previous secret still signs beside the current one; null when only the current secret signs.
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+
 	// Target The HTTPS URL that receives deliveries.
 	Target string `json:"target"`
 
@@ -2296,10 +2309,24 @@ type Webhook struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// WebhookCreate A new registration.
+// WebhookCreate A new registration. Give what it subscribes to as `event_types` or `all_events: true` (or, deprecated, one `event`), exactly one of them.
 type WebhookCreate struct {
-	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
-	Event EventKind `json:"event"`
+	// AllEvents `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope.
+	AllEvents *bool `json:"all_events,omitempty"`
+
+	// Description What the endpoint is for, free text to tell endpoints apart (at most 500 characters; '' clears it).
+	//
+	// Example: Invoices sync, production
+	Description *string `json:"description,omitempty"`
+
+	// Event Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
+	// Deprecated: Use event_types (or all_events), which take several kinds.
+	Event *EventKind `json:"event,omitempty"`
+
+	// EventTypes The kinds the registration receives (at least one). The token needs the read scope of each kind's object (see `DeliveryEventKind`).
+	//
+	// Example: ["act.created","act.data_updated"]
+	EventTypes *[]EventKind `json:"event_types,omitempty"`
 
 	// Target An HTTPS URL.
 	//
@@ -2395,13 +2422,27 @@ type WebhookTestPayload struct {
 	WebhookId int64 `json:"webhook_id"`
 }
 
-// WebhookUpdate Changes to a registration: each property given is changed, the others are kept. `event` is the kind the registration subscribes to from now on (one of `EventKind`, as at creation; `webhook.test` cannot be subscribed to): events of that kind emitted after the change are delivered to it, events of the previous kind no longer are, and deliveries already queued for the previous kind are left as they are.
+// WebhookUpdate Changes to a registration: each property given is changed, the others are kept. `event_types` or `all_events: true` (or, deprecated, one `event`; at most one of the three) is what the registration subscribes to from now on (as at creation; `webhook.test` cannot be subscribed to): events of those kinds emitted after the change are delivered to it, events of kinds it no longer takes are not, and deliveries already queued are left as they are.
 type WebhookUpdate struct {
 	// Active Activate or deactivate.
 	Active *bool `json:"active,omitempty"`
 
-	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
+	// AllEvents `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope.
+	AllEvents *bool `json:"all_events,omitempty"`
+
+	// Description What the endpoint is for, free text to tell endpoints apart (at most 500 characters; '' clears it).
+	//
+	// Example: Invoices sync, production
+	Description *string `json:"description,omitempty"`
+
+	// Event Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
+	// Deprecated: Use event_types (or all_events), which take several kinds.
 	Event *EventKind `json:"event,omitempty"`
+
+	// EventTypes The kinds the registration receives (at least one). The token needs the read scope of each kind's object (see `DeliveryEventKind`).
+	//
+	// Example: ["act.created","act.data_updated"]
+	EventTypes *[]EventKind `json:"event_types,omitempty"`
 
 	// Target A new HTTPS URL.
 	Target *string `json:"target,omitempty"`
@@ -2412,6 +2453,9 @@ type WebhookWithSecret struct {
 	// Active Inactive registrations receive nothing.
 	Active bool `json:"active"`
 
+	// AllEvents The registration receives every subscribable kind, those added later included.
+	AllEvents bool `json:"all_events"`
+
 	// CreatedAt When it was registered.
 	CreatedAt time.Time `json:"created_at"`
 
@@ -2421,6 +2465,9 @@ type WebhookWithSecret struct {
 	// CreatedByUserId The user who registered it.
 	CreatedByUserId int64 `json:"created_by_user_id"`
 
+	// Description What the endpoint is for, in the words of whoever registered it ('' when none was given).
+	Description string `json:"description"`
+
 	// DisabledAt When the service deactivated it (410, or every attempt failed for 5 days); cleared when it is activated again.
 	DisabledAt *time.Time `json:"disabled_at"`
 
@@ -2429,6 +2476,9 @@ type WebhookWithSecret struct {
 
 	// Event Webhook event kinds (`GET /event-types` describes each). Kinds are an open set; new kinds are added in minor versions, so a client must accept a value it does not know (skip it, or treat it as other) rather than fail.
 	Event EventKind `json:"event"`
+
+	// EventTypes The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`.
+	EventTypes []EventKind `json:"event_types"`
 
 	// Health How the registration's endpoint is doing. Each attempt is recorded: a success
 	// makes it `healthy`; failures (no answer in time, or anything but 2xx) make it

@@ -69,6 +69,7 @@ import (
 	"github.com/finsvc/finsvc/internal/web"
 	"github.com/finsvc/finsvc/internal/webhooks"
 	"github.com/finsvc/finsvc/internal/webhooks/delivery"
+	"github.com/finsvc/finsvc/internal/webhooks/notices"
 	"github.com/finsvc/finsvc/internal/webhooks/outbox"
 	"github.com/finsvc/finsvc/openapi"
 )
@@ -177,6 +178,7 @@ type App struct {
 	retention *retention.Purger
 	stats     *janitor.Statistics // SQLite's planner statistics
 	cache     *authcache.Cache    // nil unless PostgreSQL with a database URL
+	notices   *notices.Notices    // nil without FINSVC_SMTP_URL (buildNotices)
 
 	// closers release what New opened, in reverse order.
 	closers []func() error
@@ -214,7 +216,7 @@ func New(cfg *config.Config, opts ...Option) (_ *App, err error) {
 	// that stores; the policy before everything that asks it.
 	for _, step := range []func(*assembly) error{
 		a.openTracing, a.openDatabase, a.traceRequests, a.buildUsers, a.buildLimiter,
-		a.readPolicy, a.buildOAuth, a.buildJobs, a.buildWebhooks, a.buildAuthenticator,
+		a.readPolicy, a.buildOAuth, a.buildJobs, a.buildWebhooks, a.buildNotices, a.buildAuthenticator,
 		a.buildServices, a.buildHandler,
 	} {
 		if err := step(b); err != nil {
@@ -398,6 +400,27 @@ func (a *App) buildJobs(*assembly) error {
 	a.stats = janitor.NewStatistics(a.db, a.log)
 	a.metrics = metrics.New(a.db)
 	return nil
+}
+
+// buildNotices builds the webhook failure notices by email when
+// FINSVC_SMTP_URL names a mail server, and says once that none are sent
+// when it does not.
+func (a *App) buildNotices(*assembly) error {
+	if a.cfg.SMTPURL == "" {
+		a.log.Info("FINSVC_SMTP_URL is not set: webhook failure notices are not sent by email")
+		return nil
+	}
+	m, err := notices.NewSMTP(a.cfg.SMTPURL)
+	if err != nil {
+		return err
+	}
+	a.notices = notices.New(a.db, m, a.consoleURL, a.log)
+	return nil
+}
+
+// consoleURL is the address of a tenant's webhook page, for the notices.
+func (a *App) consoleURL(slug string, id int64) string {
+	return fmt.Sprintf("https://%s.%s/console/webhooks/%d", slug, a.cfg.BaseDomain, id)
 }
 
 // buildWebhooks builds the webhook context: events written by acts, fetch
@@ -608,6 +631,10 @@ func (a *App) Start(ctx context.Context) error {
 	a.stopFns = append(a.stopFns, a.retention.Stop)
 	a.stats.Start(bg) // nothing on PostgreSQL
 	a.stopFns = append(a.stopFns, a.stats.Stop)
+	if a.notices != nil {
+		a.notices.Start(bg)
+		a.stopFns = append(a.stopFns, a.notices.Stop)
+	}
 	if a.cache != nil {
 		lctx, cancel := context.WithCancel(bg)
 		done := make(chan struct{})

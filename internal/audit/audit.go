@@ -55,6 +55,9 @@ const (
 	WebhookDisabled       = "webhook.disabled"
 	WebhookDeleted        = "webhook.deleted"
 	WebhookSecretRotated  = "webhook.secret_rotated"
+	// WebhookSecretOverlapEnded: the previous secret of a rotation stopped
+	// signing before its overlap's end.
+	WebhookSecretOverlapEnded = "webhook.secret_overlap_ended"
 	// WebhookSecretRevealed: a person typed their password again to read a
 	// registration's signing secret in the console (outcome failure: the
 	// password was wrong, and nothing was shown).

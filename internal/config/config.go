@@ -49,6 +49,11 @@ type Config struct {
 	SecretPrevious string
 	SecretRevoked  string
 
+	// SMTPURL is the mail server of the webhook failure notices
+	// (smtp://[user:password@]host[:port][?from=address], or smtps://);
+	// empty: no email is sent. Env only (it may hold a password).
+	SMTPURL string
+
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
 	AuthCodeTTL     time.Duration

@@ -32,6 +32,7 @@ func (c *Config) settings() []setting {
 		{"", "FINSVC_SECRET", "current global secret: token HMAC keys, sealing key (>= 32 chars); generated into <data>/secret on SQLite, required on PostgreSQL", (*stringValue)(&c.Secret)},
 		{"", "FINSVC_SECRET_PREVIOUS", "previous global secrets, comma-separated: verify tokens and open sealed data only (key rotation)", (*stringValue)(&c.SecretPrevious)},
 		{"", "FINSVC_SECRET_REVOKED", "key ids of previous secrets that leaked: their tokens are refused at once (see finsvc secret status)", (*stringValue)(&c.SecretRevoked)},
+		{"", "FINSVC_SMTP_URL", "smtp://[user:password@]host[:port][?from=address] (or smtps://) for webhook failure notices to the tenants' admins; empty sends no email", (*stringValue)(&c.SMTPURL)},
 		{"access-token-ttl", "FINSVC_ACCESS_TOKEN_TTL", "OAuth access token lifetime", (*durationValue)(&c.AccessTokenTTL)},
 		{"refresh-token-ttl", "FINSVC_REFRESH_TOKEN_TTL", "OAuth refresh token lifetime", (*durationValue)(&c.RefreshTokenTTL)},
 		{"auth-code-ttl", "FINSVC_AUTH_CODE_TTL", "OAuth authorization code lifetime", (*durationValue)(&c.AuthCodeTTL)},

@@ -132,6 +132,7 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST("/console/webhooks/:id/replay", h(cs.post(cs.replayFailed)))
 	e.POST("/console/webhooks/:id/test", h(cs.post(cs.testWebhook)))
 	e.POST("/console/webhooks/:id/rotate", h(cs.stepped(cs.confirmed(cs.askRotate, cs.rotateWebhook))))
+	e.POST("/console/webhooks/:id/end-overlap", h(cs.post(cs.endOverlap))) // webhooks.go
 	e.GET("/console/webhooks/:id/secret", h(cs.stepped(cs.secret)))
 	e.POST("/console/webhooks/:id/secret", h(cs.post(cs.stepped(cs.revealSecret))))
 	e.POST("/console/webhooks/:id/disable", h(cs.confirmed(cs.askDisable, cs.setActive(false))))

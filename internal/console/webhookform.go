@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/finsvc/finsvc/internal/apperr"
@@ -43,24 +45,44 @@ func (cs *Console) eventTypes() []EventType {
 
 // newWebhookPage is the create form, with what was sent when refused.
 type newWebhookPage struct {
-	Events        []EventType
-	Event, Target string
-	Errors        fieldErrors
+	Events              []EventType
+	Sub                 registry.Subscription
+	Target, Description string
+	Errors              fieldErrors
 }
 
-// eventChoice is the event a form chooses, among the catalog's types
-// (template "event-choice", on the create form and the registration's
-// edit form): Prefix keeps its element ids apart from the page's others.
+// eventChoice is the event types a form chooses, among the catalog's types,
+// or all of them (template "event-choice", on the create form and the
+// registration's edit form): Prefix keeps its element ids apart from the
+// page's others.
 type eventChoice struct {
 	Prefix string
 	Events []EventType
-	Event  string
+	Sub    registry.Subscription
 	Error  string
 }
 
+// Chosen reports whether the form has kind ticked.
+func (c eventChoice) Chosen(kind string) bool { return slices.Contains(c.Sub.EventTypes, kind) }
+
 // EventChoice is the create form's event field.
 func (p *newWebhookPage) EventChoice() eventChoice {
-	return eventChoice{Events: p.Events, Event: p.Event, Error: p.Errors["event"]}
+	return eventChoice{Events: p.Events, Sub: p.Sub, Error: p.Errors["event"]}
+}
+
+// subscriptionForm reads an event-choice's answer: the ticked types (the
+// field event, several values) or all events.
+func subscriptionForm(r *req) registry.Subscription {
+	f := r.Request().PostForm
+	return registry.Subscription{EventTypes: f["event"], AllEvents: f.Get("all_events") == "true"}
+}
+
+// summary is what a registration subscribes to, in a few words.
+func summary(s registry.Subscription) string {
+	if s.AllEvents {
+		return "all"
+	}
+	return strings.Join(s.EventTypes, ", ")
 }
 
 // fieldErrors is one sentence per refused field, shown beside it.
@@ -88,14 +110,15 @@ func (cs *Console) newWebhook(r *req) error {
 	if err := cs.permitOr403(r, auth.OpCreateWebhook); err != nil {
 		return err
 	}
-	return cs.newWebhookView(r, "", &newWebhookPage{Event: r.QueryParam("event")})
+	p := &newWebhookPage{}
+	if e := r.QueryParam("event"); e != "" {
+		p.Sub.EventTypes = []string{e}
+	}
+	return cs.newWebhookView(r, "", p)
 }
 
 func (cs *Console) newWebhookView(r *req, msg string, p *newWebhookPage) error {
 	p.Events = cs.eventTypes()
-	if p.Event == "" && len(p.Events) > 0 {
-		p.Event = p.Events[0].Name
-	}
 	return cs.show(r, "webhook-new", &view{Layout: web.Layout{Title: "New webhook", Nav: "webhooks", Message: msg}, Page: p})
 }
 
@@ -105,17 +128,18 @@ func (cs *Console) createWebhook(r *req) error {
 	if err := cs.permitOr403(r, auth.OpCreateWebhook); err != nil {
 		return err
 	}
-	event, target := r.Request().PostFormValue("event"), r.Request().PostFormValue("target")
-	w, secret, err := cs.d.Webhooks.Create(r.Request().Context(), r.p, event, target)
+	target, desc := r.Request().PostFormValue("target"), r.Request().PostFormValue("description")
+	sub := subscriptionForm(r)
+	w, secret, err := cs.d.Webhooks.Register(r.Request().Context(), r.p, registry.Registration{Target: target, Description: desc, Subscription: sub, EventField: "event"})
 	if apperr.Is(err, apperr.Invalid) {
 		return cs.newWebhookView(r, "The webhook was not created: correct the fields marked below.",
-			&newWebhookPage{Event: event, Target: target, Errors: fieldsOf(err)})
+			&newWebhookPage{Sub: sub, Target: target, Description: desc, Errors: fieldsOf(err)})
 	}
 	if err != nil {
 		return err
 	}
 	return cs.done(r, webhookPath(w.ID), flash{Secret: secret,
-		Notice: fmt.Sprintf("Webhook %d was created: %s events go to %s. Copy its signing secret now; it verifies every delivery.", w.ID, w.Event, w.Target)})
+		Notice: fmt.Sprintf("Webhook %d was created: %s events go to %s. Copy its signing secret now; it verifies every delivery.", w.ID, summary(w.Subscription()), w.Target)})
 }
 
 // changeTarget changes a registration's event and target (the API's PATCH
@@ -128,19 +152,27 @@ func (cs *Console) changeTarget(r *req) error {
 	if err := cs.permitOr403(r, auth.OpUpdateWebhook); err != nil {
 		return err
 	}
-	event, target := r.Request().PostFormValue("event"), r.Request().PostFormValue("target")
-	ch := registry.Patch{Target: &target}
-	if event != "" { // a form without the field keeps the event
-		ch.Event = &event
+	target := r.Request().PostFormValue("target")
+	sub := subscriptionForm(r)
+	ch := registry.Patch{Target: &target, SubscriptionField: "event"}
+	var desc *string
+	if _, ok := r.Request().PostForm["description"]; ok { // a form without the field keeps it
+		d := r.Request().PostForm.Get("description")
+		ch.Description, desc = &d, &d
+	}
+	if len(sub.EventTypes) > 0 || sub.AllEvents || r.Request().PostForm.Get("events_shown") != "" {
+		// A form without the fieldset keeps the subscription; one with it
+		// and nothing ticked is refused.
+		ch.Subscription = &sub
 	}
 	w, err := cs.d.Webhooks.Update(r.Request().Context(), r.p, id, ch)
 	if apperr.Is(err, apperr.Invalid) {
-		return cs.webhookForm(r, "The webhook was not changed: correct the fields marked below.", edit{Event: event, Target: target}, fieldsOf(err))
+		return cs.webhookForm(r, "The webhook was not changed: correct the fields marked below.", edit{Sub: &sub, Target: target, Description: desc}, fieldsOf(err))
 	}
 	if err != nil {
 		return err
 	}
-	return cs.done(r, webhookPath(id), flash{Notice: fmt.Sprintf("Webhook %d now receives %s events at %s.", id, w.Event, w.Target)})
+	return cs.done(r, webhookPath(id), flash{Notice: fmt.Sprintf("Webhook %d now receives %s events at %s.", id, summary(w.Subscription()), w.Target)})
 }
 
 // replayWindows are the "replay all failed since …" choices.

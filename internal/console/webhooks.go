@@ -82,14 +82,22 @@ func (cs *Console) webhook(r *req) error {
 	return cs.webhookView(r, "")
 }
 
-// edit is the registration's edit form as sent; "" is the registration's
-// own value.
-type edit struct{ Event, Target string }
-
-// EventChoice is the edit form's event field, the current event chosen.
-func (p *webhookPage) EventChoice() eventChoice {
-	return eventChoice{Prefix: "edit-", Events: p.EventTypes, Event: p.Edit.Event, Error: p.Errors["event"]}
+// edit is the registration's edit form as sent; "" (nil) is the
+// registration's own value.
+type edit struct {
+	Sub         *registry.Subscription
+	Target      string
+	Description *string
+	Errors      fieldErrors // the refusals, for the shared fields' templates
 }
+
+// EventChoice is the edit form's event field, the current types chosen.
+func (p *webhookPage) EventChoice() eventChoice {
+	return eventChoice{Prefix: "edit-", Events: p.EventTypes, Sub: *p.Edit.Sub, Error: p.Errors["event"]}
+}
+
+// Events is what the registration subscribes to, in a few words.
+func (w webhookRow) Events() string { return summary(w.Subscription()) }
 
 func (cs *Console) webhookView(r *req, msg string) error {
 	return cs.webhookForm(r, msg, edit{}, nil)
@@ -110,9 +118,14 @@ func (cs *Console) webhookForm(r *req, msg string, sent edit, fe fieldErrors) er
 	if sent.Target == "" {
 		sent.Target = w.Target
 	}
-	if sent.Event == "" {
-		sent.Event = w.Event
+	if sent.Sub == nil {
+		sub := w.Subscription()
+		sent.Sub = &sub
 	}
+	if sent.Description == nil {
+		sent.Description = &w.Description
+	}
+	sent.Errors = fe
 	var choices []replayChoice
 	for _, c := range replayWindows {
 		choices = append(choices, replayChoice{c.Value, c.Label})
@@ -211,6 +224,22 @@ func (cs *Console) rotateWebhook(r *req) error {
 	}
 	c, _ := overlapChoiceFor(overlap)
 	return cs.done(r, webhookPath(id), flash{Secret: secret, Notice: "The signing secret was rotated. " + c.done})
+}
+
+// endOverlap is "End the overlap now": the previous secret of a rotation
+// stops signing at once (as for apps on the developer pages).
+func (cs *Console) endOverlap(r *req) error {
+	id, err := idParam(r.Context, "id")
+	if err != nil {
+		return err
+	}
+	if err := cs.permitOr403(r, auth.OpRotateWebhookSecret); err != nil {
+		return err
+	}
+	if _, err := cs.d.Webhooks.EndOverlap(r.Request().Context(), r.p, id); err != nil {
+		return cs.refused(r, err)
+	}
+	return cs.done(r, webhookPath(id), flash{Notice: "The previous signing secret no longer signs; only the current one does."})
 }
 
 // overlapChoice is an overlap of a rotation as the confirmation page

@@ -144,11 +144,15 @@ func TestAuthorizationEnforcedPerOperation(t *testing.T) {
 				// beyond the operation's declared scopes.
 				scopes := o.scopes
 				var m struct {
-					Event string `json:"event"`
+					Event      string   `json:"event"`
+					EventTypes []string `json:"event_types"`
 				}
-				if b, ok := body.([]byte); ok && json.Unmarshal(b, &m) == nil && outbox.ReadScope[m.Event] != "" &&
-					strings.Contains(o.op.OperationID, "Webhook") {
-					scopes = append(slices.Clone(scopes), outbox.ReadScope[m.Event])
+				if b, ok := body.([]byte); ok && json.Unmarshal(b, &m) == nil && strings.Contains(o.op.OperationID, "Webhook") {
+					for _, k := range append(m.EventTypes, m.Event) {
+						if sc := outbox.ReadScope[k]; sc != "" && !slices.Contains(scopes, sc) {
+							scopes = append(slices.Clone(scopes), sc)
+						}
+					}
 				}
 				if r := send(least, scopes); r.Code == http.StatusUnauthorized || r.Code == http.StatusForbidden || r.Code >= 500 {
 					t.Fatalf("%s with scopes %v: %d %s", least, scopes, r.Code, r.Body)

@@ -29,11 +29,16 @@ func utcp(t *time.Time) *time.Time {
 }
 
 func webhookView(w *registry.Webhook) models.Webhook {
+	kinds := w.Subscription().Kinds()
+	types := make([]models.EventKind, len(kinds))
+	for i, k := range kinds {
+		types[i] = models.EventKind(k)
+	}
 	return models.Webhook{
-		Id: w.ID, Event: models.EventKind(w.Event), Target: w.Target, Active: w.Active,
+		Id: w.ID, Event: models.EventKind(w.Event), EventTypes: types, AllEvents: w.AllEvents, Description: w.Description, Target: w.Target, Active: w.Active,
 		CreatedByUserId: w.CreatedByUserID, CreatedByClientId: w.CreatedByClientID,
 		DisabledReason: w.DisabledReason, DisabledAt: utcp(w.DisabledAt), Health: healthView(w),
-		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(),
+		CreatedAt: w.CreatedAt.UTC(), UpdatedAt: w.UpdatedAt.UTC(), PreviousSecretExpiresAt: w.Overlap(time.Now()),
 	}
 }
 
@@ -53,7 +58,7 @@ func healthView(w *registry.Webhook) models.WebhookHealth {
 func webhookWithSecret(w *registry.Webhook, secret string) models.WebhookWithSecret {
 	v := webhookView(w)
 	out := models.WebhookWithSecret{
-		Id: v.Id, Event: v.Event, Target: v.Target, Active: v.Active,
+		Id: v.Id, Event: v.Event, EventTypes: v.EventTypes, AllEvents: v.AllEvents, Description: v.Description, Target: v.Target, Active: v.Active,
 		CreatedByUserId: v.CreatedByUserId, CreatedByClientId: v.CreatedByClientId,
 		DisabledReason: v.DisabledReason, DisabledAt: v.DisabledAt, Health: v.Health,
 		CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Secret: secret,
@@ -82,6 +87,43 @@ func deliveryView(d *registry.Delivery) (models.Delivery, error) {
 	}, nil
 }
 
+// subscriptionOf reads what a registration subscribes to from a body's
+// event (deprecated), event_types and all_events, at most one of them (nil:
+// none given), with the field it came in, for the registry's refusals.
+func subscriptionOf(event *models.EventKind, types *[]models.EventKind, all *bool) (*registry.Subscription, string, error) {
+	given := 0
+	var sub registry.Subscription
+	field := "event_types"
+	if event != nil {
+		given++
+		sub.EventTypes, field = []string{string(*event)}, "event"
+	}
+	if types != nil {
+		given++
+		for _, k := range *types {
+			sub.EventTypes = append(sub.EventTypes, string(k))
+		}
+	}
+	if all != nil {
+		if !*all && given == 0 {
+			return nil, "", apperr.E(apperr.Invalid, "The webhook registration is invalid.").
+				WithField("all_events", "false subscribes to nothing: give event_types instead")
+		}
+		if *all {
+			given++
+			sub.AllEvents, field = true, "all_events"
+		}
+	}
+	switch given {
+	case 0:
+		return nil, "", nil
+	case 1:
+		return &sub, field, nil
+	}
+	return nil, "", apperr.E(apperr.Invalid, "The webhook registration is invalid.").
+		WithField("event_types", "give one of event_types, all_events: true or event")
+}
+
 // ListWebhooks is GET /webhooks.
 func (h *Handlers) ListWebhooks(ctx context.Context, req apiserver.ListWebhooksRequestObject) (apiserver.ListWebhooksResponseObject, error) {
 	pg, err := page.New(req.Params.Page, req.Params.Limit)
@@ -106,7 +148,19 @@ func (h *Handlers) CreateWebhook(ctx context.Context, req apiserver.CreateWebhoo
 	if req.Body == nil {
 		return nil, apperr.E(apperr.Invalid, "A JSON body is required.")
 	}
-	w, secret, err := h.svc.Webhooks.Create(ctx, p, string(req.Body.Event), req.Body.Target)
+	sub, field, err := subscriptionOf(req.Body.Event, req.Body.EventTypes, req.Body.AllEvents)
+	if err != nil {
+		return nil, err
+	}
+	if sub == nil {
+		return nil, apperr.E(apperr.Invalid, "The webhook registration is invalid.").
+			WithField("event_types", "choose at least one event type, or all events")
+	}
+	r := registry.Registration{Target: req.Body.Target, Subscription: *sub, EventField: field}
+	if req.Body.Description != nil {
+		r.Description = *req.Body.Description
+	}
+	w, secret, err := h.svc.Webhooks.Register(ctx, p, r)
 	if err != nil {
 		return nil, err
 	}
@@ -124,13 +178,17 @@ func (h *Handlers) GetWebhook(ctx context.Context, req apiserver.GetWebhookReque
 
 // UpdateWebhook is PATCH /webhooks/{id}.
 func (h *Handlers) UpdateWebhook(ctx context.Context, req apiserver.UpdateWebhookRequestObject) (apiserver.UpdateWebhookResponseObject, error) {
-	if req.Body == nil || (req.Body.Event == nil && req.Body.Target == nil && req.Body.Active == nil) {
-		return nil, apperr.E(apperr.Invalid, "Give event, target and/or active.")
+	b := req.Body
+	if b == nil || (b.Event == nil && b.EventTypes == nil && b.AllEvents == nil && b.Target == nil && b.Description == nil && b.Active == nil) {
+		return nil, apperr.E(apperr.Invalid, "Give event_types or all_events, target, description and/or active.")
 	}
-	ch := registry.Patch{Target: req.Body.Target, Active: req.Body.Active}
-	if req.Body.Event != nil {
-		e := string(*req.Body.Event)
-		ch.Event = &e
+	ch := registry.Patch{Target: b.Target, Description: b.Description, Active: b.Active}
+	sub, field, err := subscriptionOf(b.Event, b.EventTypes, b.AllEvents)
+	if err != nil {
+		return nil, err
+	}
+	if sub != nil {
+		ch.Subscription, ch.SubscriptionField = sub, field
 	}
 	w, err := h.svc.Webhooks.Update(ctx, auth.MustFromContext(ctx), req.Id, ch)
 	if err != nil {

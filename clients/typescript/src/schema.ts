@@ -553,7 +553,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook
-         * @description Registers an HTTPS target for one event kind. The response is the only
+         * @description Registers an HTTPS target for one or more event kinds (`event_types`), or all of them (`all_events`); each event is delivered once to each registration that takes its kind. The response is the only
          *     place the `secret` is shown (besides rotation). The registration
          *     records the user and the app that created it; it is eligible for an
          *     act's events while it is active, its target is HTTPS, and its user
@@ -1814,6 +1814,12 @@ export interface components {
              */
             id: number;
             event: components["schemas"]["EventKind"];
+            /** @description The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`. */
+            event_types: components["schemas"]["EventKind"][];
+            /** @description The registration receives every subscribable kind, those added later included. */
+            all_events: boolean;
+            /** @description What the endpoint is for, in the words of whoever registered it ('' when none was given). */
+            description: string;
             /**
              * Format: uri
              * @description The HTTPS URL that receives deliveries.
@@ -1835,6 +1841,11 @@ export interface components {
              * @description When the service deactivated it (410, or every attempt failed for 5 days); cleared when it is activated again.
              */
             disabled_at: string | null;
+            /**
+             * Format: date-time
+             * @description During a rotation's overlap, until when the previous secret still signs beside the current one; null when only the current secret signs.
+             */
+            previous_secret_expires_at: string | null;
             health: components["schemas"]["WebhookHealth"];
             /**
              * Format: date-time
@@ -1896,6 +1907,12 @@ export interface components {
              */
             id: number;
             event: components["schemas"]["EventKind"];
+            /** @description The kinds the registration receives, in the order of `EventKind`; every subscribable kind when `all_events`. */
+            event_types: components["schemas"]["EventKind"][];
+            /** @description The registration receives every subscribable kind, those added later included. */
+            all_events: boolean;
+            /** @description What the endpoint is for, in the words of whoever registered it ('' when none was given). */
+            description: string;
             /**
              * Format: uri
              * @description The HTTPS URL that receives deliveries.
@@ -1951,18 +1968,56 @@ export interface components {
              */
             previous_secret_expires_in: 0 | 86400 | 604800;
         };
-        /** @description A new registration. */
+        /** @description A new registration. Give what it subscribes to as `event_types` or `all_events: true` (or, deprecated, one `event`), exactly one of them. */
         WebhookCreate: {
-            event: components["schemas"]["EventKind"];
+            /**
+             * @deprecated
+             * @description Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
+             */
+            event?: components["schemas"]["EventKind"];
+            /**
+             * @description The kinds the registration receives (at least one). The token needs the read scope of each kind's object (see `DeliveryEventKind`).
+             * @example [
+             *       "act.created",
+             *       "act.data_updated"
+             *     ]
+             */
+            event_types?: components["schemas"]["EventKind"][];
+            /** @description `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope. */
+            all_events?: boolean;
+            /**
+             * @description What the endpoint is for, free text to tell endpoints apart (at most 500 characters; '' clears it).
+             * @example Invoices sync, production
+             */
+            description?: string;
             /**
              * @description An HTTPS URL.
              * @example https://integration.example.com/hooks/finsvc
              */
             target: string;
         };
-        /** @description Changes to a registration: each property given is changed, the others are kept. `event` is the kind the registration subscribes to from now on (one of `EventKind`, as at creation; `webhook.test` cannot be subscribed to): events of that kind emitted after the change are delivered to it, events of the previous kind no longer are, and deliveries already queued for the previous kind are left as they are. */
+        /** @description Changes to a registration: each property given is changed, the others are kept. `event_types` or `all_events: true` (or, deprecated, one `event`; at most one of the three) is what the registration subscribes to from now on (as at creation; `webhook.test` cannot be subscribed to): events of those kinds emitted after the change are delivered to it, events of kinds it no longer takes are not, and deliveries already queued are left as they are. */
         WebhookUpdate: {
+            /**
+             * @deprecated
+             * @description Deprecated: send `event_types`. One kind, the same as `event_types` with this kind alone.
+             */
             event?: components["schemas"]["EventKind"];
+            /**
+             * @description The kinds the registration receives (at least one). The token needs the read scope of each kind's object (see `DeliveryEventKind`).
+             * @example [
+             *       "act.created",
+             *       "act.data_updated"
+             *     ]
+             */
+            event_types?: components["schemas"]["EventKind"][];
+            /** @description `true`: the registration receives every subscribable kind, those added later included (instead of `event_types`); the token needs every kind's read scope. */
+            all_events?: boolean;
+            /**
+             * @description What the endpoint is for, free text to tell endpoints apart (at most 500 characters; '' clears it).
+             * @example Invoices sync, production
+             */
+            description?: string;
             /** @description A new HTTPS URL. */
             target?: string;
             /** @description Activate or deactivate. */
@@ -2428,6 +2483,7 @@ export interface components {
              *     - `webhook.created`, `webhook.updated`, `webhook.deleted`.
              *     - `webhook.disabled`: by a person, or by the service after a 410 or repeated failures.
              *     - `webhook.secret_rotated`: the registration was given a new signing secret.
+             *     - `webhook.secret_overlap_ended`: the registration's previous secret stopped signing before the end of its rotation's overlap.
              *     - `webhook.secret_revealed`: a person read the registration's signing secret in the console after typing their password again (`failure`: the password was wrong, and nothing was shown).
              *     - `app.created`: an OAuth app registered.
              *     - `app.secret_rotated`, `app.secret_overlap_ended`: an app's secret replaced, and its previous secret's overlap ended early.
@@ -2564,6 +2620,9 @@ export interface components {
         /** @description Validation failure or business rule violation, with field-level messages. */
         BadRequest: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
@@ -2579,6 +2638,9 @@ export interface components {
         /** @description The token is missing, malformed, expired, revoked, or not an access token of this tenant. */
         Unauthorized: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -2593,6 +2655,9 @@ export interface components {
         /** @description The identity lacks permission (role or token scope). */
         Forbidden: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
@@ -2608,6 +2673,9 @@ export interface components {
         /** @description The resource does not exist in this tenant. */
         NotFound: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
@@ -2632,6 +2700,9 @@ export interface components {
          */
         Conflict: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 /** @description With `idempotency_in_flight` only, seconds to wait before retrying with the same `Idempotency-Key`. */
                 "Retry-After"?: number;
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -2649,6 +2720,9 @@ export interface components {
         /** @description The payload is well-formed but its values fail validation (invalid values, duplicate items, fields outside the selected external set). Nothing was applied. */
         Unprocessable: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                 "Original-Request": components["headers"]["OriginalRequest"];
                 request_id: components["headers"]["RequestId"];
@@ -2664,6 +2738,9 @@ export interface components {
         /** @description The request body is larger than the service accepts (`FINSVC_BODY_LIMIT`, 1 MiB by default). Nothing was read past the limit and nothing was applied. */
         PayloadTooLarge: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2684,6 +2761,9 @@ export interface components {
         /** @description The request body's `Content-Type` is not one the operation accepts (send `application/json`). Nothing was applied. */
         UnsupportedMediaType: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2704,6 +2784,9 @@ export interface components {
         /** @description The tenant's rate limit is exhausted. Back off and retry after `Retry-After` seconds. */
         TooManyRequests: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 "Retry-After": components["headers"]["RetryAfter"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2725,6 +2808,9 @@ export interface components {
         /** @description Any other error, in the error format (5xx are transient; retry with backoff). */
         Error: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2791,6 +2877,9 @@ export interface components {
         /** @description The service cannot reach its database right now (a failover, a pooler restart). Nothing was decided about the request (code `unavailable`), or, with code `outcome_unknown`, the request may have been applied and the retry with the same `Idempotency-Key` tells. Retry after `Retry-After` seconds; a POST with an `Idempotency-Key` may be retried with the same key. */
         ServiceUnavailable: {
             headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["DeprecationLink"];
                 "Retry-After": components["headers"]["RetryAfter"];
                 request_id: components["headers"]["RequestId"];
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -4667,7 +4756,10 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "event": "act.fetch_data",
+                 *       "event_types": [
+                 *         "act.fetch_data"
+                 *       ],
+                 *       "description": "Invoices sync, production",
                  *       "target": "https://integration.example.com/hooks/finsvc"
                  *     }
                  */
@@ -4678,6 +4770,9 @@ export interface operations {
             /** @description The new registration, with its secret. */
             201: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["DeprecationLink"];
                     "Cache-Control": components["headers"]["CacheControlNoStore"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "Original-Request": components["headers"]["OriginalRequest"];
@@ -4793,6 +4888,9 @@ export interface operations {
             /** @description The updated registration. */
             200: {
                 headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["DeprecationLink"];
                     request_id: components["headers"]["RequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];

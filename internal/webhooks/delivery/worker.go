@@ -834,8 +834,10 @@ func (w *Worker) record(sctx context.Context, log *slog.Logger, c outbox.Claimed
 	if !held {
 		res.Outcome = LeaseLost
 	}
-	if held && v.update.Attempt != nil && !v.disable {
-		w.recordHealth(ctx, log, c, res, now)
+	if held && v.update.Attempt != nil {
+		// A 410 is a failed attempt too: health records it, so that the
+		// registration's health and its disabling tell the same story.
+		w.recordHealth(ctx, log, c, res, now, v.disable)
 	}
 	switch res.Outcome {
 	case LeaseLost:
@@ -849,11 +851,12 @@ func (w *Worker) record(sctx context.Context, log *slog.Logger, c outbox.Claimed
 
 // recordHealth feeds the attempt's outcome to the registration's circuit
 // breaker (outbox.RecordHealth) and disables a registration that has failed
-// for outbox.AutoDisableAfter. Health is advisory: an error is logged, and
-// the delivery's own outcome is already recorded.
-func (w *Worker) recordHealth(ctx context.Context, log *slog.Logger, c outbox.Claimed, res *Result, now time.Time) {
+// for outbox.AutoDisableAfter (unless the attempt has disabled it already:
+// disabled, a 410). Health is advisory: an error is logged, and the
+// delivery's own outcome is already recorded.
+func (w *Worker) recordHealth(ctx context.Context, log *slog.Logger, c outbox.Claimed, res *Result, now time.Time, disabled bool) {
 	disable, err := outbox.RecordHealth(ctx, w.db, c.TenantID, c.WebhookID, res.Outcome == Succeeded, res.Error, now)
-	if err == nil && disable {
+	if err == nil && disable && !disabled {
 		err = w.db.Tx(ctx, func(tx *gorm.DB) error {
 			return registry.Disable(tx, c.TenantID, c.WebhookID, outbox.AutoDisableReason, now)
 		})

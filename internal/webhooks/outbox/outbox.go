@@ -82,16 +82,14 @@ type Outbox struct {
 	Tracer trace.Tracer
 }
 
-// eligible selects the current tenant's registrations of one of kinds
-// that may receive an event now (Policy.conditions).
+// eligible selects the current tenant's registrations subscribed to one of
+// kinds (one of its webhook_event_types, or all_events) that may receive
+// an event now (Policy.conditions).
 func (o *Outbox) eligible(ctx context.Context, tx *gorm.DB, kinds ...string) *gorm.DB {
-	q := tenant.Scope(ctx, tx.Table("webhooks"))
-	if len(kinds) == 1 {
-		q = q.Where("webhooks.event = ?", kinds[0])
-	} else {
-		q = q.Where("webhooks.event IN ?", kinds)
-	}
-	return q.Where(o.Policy.eligibleSQL())
+	return tenant.Scope(ctx, tx.Table("webhooks")).
+		Where("(webhooks.all_events OR EXISTS (SELECT 1 FROM webhook_event_types k "+
+			"WHERE k.tenant_id = webhooks.tenant_id AND k.webhook_id = webhooks.id AND k.kind IN ?))", kinds).
+		Where(o.Policy.eligibleSQL())
 }
 
 // EligibleCount reports how many registrations would receive an event of kind
@@ -145,18 +143,41 @@ func (o *Outbox) EmitAll(ctx context.Context, tx *gorm.DB, evs ...Event) (queued
 	if evs, err = insertEvents(ctx, tx, evs, 0); err != nil {
 		return 0, err
 	}
-	var hooks []struct {
-		ID    int64
-		Event string
+	// Each registration subscribed to an event's kind receives it once,
+	// however it subscribes (deliveries_event_webhook_key says so too):
+	// one row per registration and kind of kinds it lists, or one with no
+	// kind for a registration of all events that lists none of them; one
+	// statement whatever the number of kinds.
+	var rows []struct {
+		ID        int64
+		AllEvents bool
+		Kind      *string
 	}
-	if err := o.eligible(ctx, tx, kinds...).Select("webhooks.id, webhooks.event").Order("webhooks.id").Scan(&hooks).Error; err != nil {
+	err = tenant.Scope(ctx, tx.Table("webhooks")).
+		Select("webhooks.id, webhooks.all_events, k.kind").
+		Joins("LEFT JOIN webhook_event_types k ON k.tenant_id = webhooks.tenant_id AND k.webhook_id = webhooks.id AND k.kind IN ?", kinds).
+		Where("(webhooks.all_events OR k.kind IS NOT NULL)").Where(o.Policy.eligibleSQL()).
+		Order("webhooks.id").Scan(&rows).Error
+	if err != nil {
 		return 0, fmt.Errorf("outbox: select %s registrations: %w", strings.Join(kinds, ", "), err)
+	}
+	var hooks []int64
+	all := map[int64]bool{}
+	takes := map[int64][]string{}
+	for _, r := range rows {
+		if len(hooks) == 0 || hooks[len(hooks)-1] != r.ID { // ordered by id
+			hooks = append(hooks, r.ID)
+		}
+		all[r.ID] = r.AllEvents
+		if r.Kind != nil {
+			takes[r.ID] = append(takes[r.ID], *r.Kind)
+		}
 	}
 	var due []delivery
 	for _, ev := range evs {
 		for _, h := range hooks {
-			if h.Event == ev.Kind {
-				due = append(due, delivery{ev.ID, h.ID})
+			if all[h] || slices.Contains(takes[h], ev.Kind) {
+				due = append(due, delivery{ev.ID, h})
 			}
 		}
 	}

@@ -146,3 +146,44 @@ func TestReveal(t *testing.T) {
 		}
 	})
 }
+
+// TestEndOverlap: ending a rotation's overlap stops the previous secret at
+// once (one secret signs, Overlap is nil), is recorded once, and changes
+// nothing without an overlap; a viewer is refused.
+func TestEndOverlap(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := newLogFixture(t, d, "acme")
+		id := f.webhook(f.admin)
+		w, secret, err := f.store.Rotate(f.ctx, f.admin, id, registry.OverlapWeek)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		if w.Overlap(now) == nil {
+			t.Fatal("no overlap after a rotation of a week")
+		}
+		viewer := *f.admin
+		viewer.Role = "viewer"
+		if _, err := f.store.EndOverlap(f.ctx, &viewer, id); !apperr.Is(err, apperr.Forbidden) {
+			t.Errorf("viewer: %v", err)
+		}
+		w, err = f.store.EndOverlap(f.ctx, f.admin, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Overlap(now) != nil || w.PreviousSecretCiphertext != nil {
+			t.Fatalf("after ending it: overlap until %v", w.Overlap(now))
+		}
+		if got, err := f.store.Secrets(w, now); err != nil || len(got) != 1 || got[0] != secret {
+			t.Fatalf("secrets after ending the overlap: %d, %v", len(got), err)
+		}
+		if _, err := f.store.EndOverlap(f.ctx, f.admin, id); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		d.Table("audit_log").Where("action = ?", "webhook.secret_overlap_ended").Count(&n)
+		if n != 1 {
+			t.Errorf("%d records, want 1", n)
+		}
+	})
+}

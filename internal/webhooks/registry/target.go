@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/finsvc/finsvc/internal/webhooks/httpclient"
@@ -126,4 +129,32 @@ func validHostname(h string) bool {
 	labels := strings.Split(h, ".")
 	last := labels[len(labels)-1]
 	return strings.Trim(last, "0123456789") != "" && !strings.HasPrefix(strings.ToLower(last), "0x")
+}
+
+// resolveTimeout bounds the registration-time lookup of a target's name.
+const resolveTimeout = 2 * time.Second
+
+// checkTarget validates and normalises target (ValidateTarget) and, unless
+// private targets are allowed, refuses a name that resolves to an address
+// deliveries may not reach: the registration fails now, with a message,
+// rather than every delivery later.
+func (s *Store) checkTarget(ctx context.Context, target string) (normalized, msg string) {
+	normalized, msg = ValidateTarget(target, s.allowPrivate)
+	if msg != "" || s.allowPrivate {
+		return normalized, msg
+	}
+	u, err := url.Parse(normalized)
+	if err != nil {
+		return "", "must be an absolute https:// URL"
+	}
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err == nil {
+		return normalized, "" // a literal: ValidateTarget checked it
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	if a, blocked := httpclient.BlockedAddr(ctx, host, s.lookup); blocked {
+		return "", fmt.Sprintf("must not point to a private, loopback or link-local address (%s resolves to %s)", host, a)
+	}
+	return normalized, ""
 }
