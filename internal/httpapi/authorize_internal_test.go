@@ -21,6 +21,26 @@ func policyOf(t *testing.T, change func(*openapi3.T)) (*auth.Policy, error) {
 	return authspec.FromSpec(spec)
 }
 
+// edited is pol's rules without drop's and with add, as a policy.
+func edited(t *testing.T, pol *auth.Policy, drop string, add *auth.Rule) *auth.Policy {
+	t.Helper()
+	var rules []auth.Rule
+	for _, op := range pol.Operations() {
+		if op != drop {
+			r, _ := pol.Rule(op)
+			rules = append(rules, r)
+		}
+	}
+	if add != nil {
+		rules = append(rules, *add)
+	}
+	p, err := auth.NewPolicy(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // An operation of the server without a policy, or with one the server
 // cannot enforce, stops the server from starting (New calls Rules): shown
 // with throwaway changes of the in-memory spec.
@@ -41,29 +61,33 @@ func TestRulesRefuseAnIncompletePolicy(t *testing.T) {
 		t.Fatalf("putActDataPoint without a policy: %v", err)
 	}
 
-	// The operation gone from the spec (a policy without it): the server
-	// still routes it, and refuses to start.
-	pol, err = policyOf(t, func(s *openapi3.T) {
+	// The operation gone from the spec: the spec's policy no longer
+	// matches the generated operation names, and does not load; a policy
+	// without it (built by hand) leaves a route the server serves
+	// unguarded, and the server refuses to start.
+	_, err = policyOf(t, func(s *openapi3.T) {
 		s.Paths.Value("/api/1.0/acts/{act_uuid}/data/{data_id}").Put = nil
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil || !strings.Contains(err.Error(), "no rule for [putActDataPoint]") {
+		t.Fatalf("a spec without putActDataPoint: %v", err)
 	}
-	if _, err := Rules(pol); err == nil || !strings.Contains(err.Error(), "PutActDataPoint: no rule in the policy") {
+	if _, err := Rules(edited(t, pol, "putActDataPoint", nil)); err == nil || !strings.Contains(err.Error(), "PutActDataPoint: no rule in the policy") {
 		t.Fatalf("a policy without putActDataPoint: %v", err)
 	}
 
 	// A guarded operation the strict server does not serve would be
-	// enforced by nobody.
-	pol, err = policyOf(t, func(s *openapi3.T) {
+	// enforced by nobody: the spec with it does not load (no generated
+	// name), and a policy with it refuses the start.
+	_, err = policyOf(t, func(s *openapi3.T) {
 		op := *s.Paths.Value("/api/1.0/clients").Get
 		op.OperationID = "launchRockets"
 		s.Paths.Set("/api/1.0/rockets", &openapi3.PathItem{Post: &op})
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil || !strings.Contains(err.Error(), "launchRockets") {
+		t.Fatalf("a spec with an operation no name was generated for: %v", err)
 	}
-	if _, err := Rules(pol); err == nil || !strings.Contains(err.Error(), "launchRockets: guarded by the policy but not served") {
+	rockets := auth.Rule{Operation: "launchRockets", Action: auth.Admin}
+	if _, err := Rules(edited(t, pol, "", &rockets)); err == nil || !strings.Contains(err.Error(), "launchRockets: guarded by the policy but not served") {
 		t.Fatalf("a policy with an unknown operation: %v", err)
 	}
 
