@@ -71,6 +71,8 @@ const (
 	// releaseTimeout bounds writing a release or an outcome after the
 	// attempt context is gone.
 	releaseTimeout = 5 * time.Second
+	// claimTimeout bounds one claim statement.
+	claimTimeout = 10 * time.Second
 	// secretRetry postpones a delivery this replica cannot sign.
 	secretRetry = 5 * time.Minute
 )
@@ -448,6 +450,11 @@ func (w *Worker) claim(ctx context.Context, n int) ([]outbox.Claimed, time.Time,
 	// idle replica): the claim makes no span. Each delivery it claims is
 	// traced from its own span (process).
 	until := now.Add(w.lease)
+	// Bounded: behind a pooler an unreachable database is a wait for a
+	// server connection, not an error, and a claim that never ends would
+	// never tell the loop to hand back what a lost claim leased.
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
 	rows, err := outbox.Claim(suppress.Context(ctx), w.db, outbox.ClaimRequest{
 		Owner: w.owner, N: n, EndpointCap: w.endpointCap, Now: now, LeaseUntil: until})
 	return rows, until, err
