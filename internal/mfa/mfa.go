@@ -1,6 +1,7 @@
 // Package mfa is the second factor of console accounts: a TOTP
-// authenticator (RFC 6238) per user, its single-use recovery codes, and
-// the tenant's policy of whom a second factor is required of.
+// authenticator (RFC 6238) per user, its single-use recovery codes,
+// passkeys (WebAuthn credentials, several per user: passkey.go), and the
+// tenant's policy of whom a second factor is required of.
 //
 // The TOTP secret is sealed at rest (internal/sealing, bound to the user;
 // SealedColumns puts it under `finsvc secret reseal`). A code is accepted
@@ -164,11 +165,13 @@ func SealedColumns() []sealing.Column {
 // Status is what a user holds.
 type Status struct {
 	TOTP              bool // confirmed
+	Passkeys          int
 	RecoveryRemaining int
 }
 
-// Has reports whether the user has a second factor.
-func (st Status) Has() bool { return st.TOTP }
+// Has reports whether the user has a second factor: an authenticator app
+// or a passkey.
+func (st Status) Has() bool { return st.TOTP || st.Passkeys > 0 }
 
 // Status returns what userID holds.
 func (s *Store) Status(ctx context.Context, userID int64) (Status, error) {
@@ -183,6 +186,10 @@ func (s *Store) Status(ctx context.Context, userID int64) (Status, error) {
 		return st, fmt.Errorf("mfa: status: %w", err)
 	}
 	st.RecoveryRemaining = int(n)
+	if err := tenant.Scope(ctx, s.db.DB).Model(&passkeyRow{}).Where("user_id = ?", userID).Count(&n).Error; err != nil {
+		return st, fmt.Errorf("mfa: status: %w", err)
+	}
+	st.Passkeys = int(n)
 	return st, nil
 }
 
@@ -495,7 +502,8 @@ func (s *Store) RegenerateRecovery(ctx context.Context, userID int64) ([]string,
 	return codes, err
 }
 
-// Remove deletes userID's factors and recovery codes. actorID is who
+// Remove deletes userID's factors (authenticator app and passkeys) and
+// recovery codes. actorID is who
 // removes them: another user (an admin's reset) leaves the user a notice
 // for their next sign-in. Removing nothing is no error (and no record).
 func (s *Store) Remove(ctx context.Context, actor *audit.Actor, userID int64) error {
@@ -507,7 +515,11 @@ func (s *Store) Remove(ctx context.Context, actor *audit.Actor, userID int64) er
 		if err := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&recoveryRow{}).Error; err != nil {
 			return err
 		}
-		if res.RowsAffected == 0 {
+		keys := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&passkeyRow{})
+		if keys.Error != nil {
+			return keys.Error
+		}
+		if res.RowsAffected == 0 && keys.RowsAffected == 0 {
 			return nil
 		}
 		if actor == nil || actor.UserID == nil || *actor.UserID != userID {
