@@ -507,6 +507,16 @@ func (s *Store) RegenerateRecovery(ctx context.Context, userID int64) ([]string,
 // removes them: another user (an admin's reset) leaves the user a notice
 // for their next sign-in. Removing nothing is no error (and no record).
 func (s *Store) Remove(ctx context.Context, actor *audit.Actor, userID int64) error {
+	return s.remove(ctx, actor, userID, true)
+}
+
+// RemoveTOTP is Remove of the authenticator app and recovery codes only
+// (a user's own removal on the account page: their passkeys stay).
+func (s *Store) RemoveTOTP(ctx context.Context, actor *audit.Actor, userID int64) error {
+	return s.remove(ctx, actor, userID, false)
+}
+
+func (s *Store) remove(ctx context.Context, actor *audit.Actor, userID int64, passkeys bool) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
 		res := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&totpRow{})
 		if res.Error != nil {
@@ -515,11 +525,15 @@ func (s *Store) Remove(ctx context.Context, actor *audit.Actor, userID int64) er
 		if err := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&recoveryRow{}).Error; err != nil {
 			return err
 		}
-		keys := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&passkeyRow{})
-		if keys.Error != nil {
-			return keys.Error
+		var keys int64
+		if passkeys {
+			del := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&passkeyRow{})
+			if del.Error != nil {
+				return del.Error
+			}
+			keys = del.RowsAffected
 		}
-		if res.RowsAffected == 0 && keys.RowsAffected == 0 {
+		if res.RowsAffected == 0 && keys == 0 {
 			return nil
 		}
 		if actor == nil || actor.UserID == nil || *actor.UserID != userID {

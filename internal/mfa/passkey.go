@@ -437,3 +437,18 @@ func (s *Store) FinishPasskeyLogin(ctx context.Context, rp RelyingParty, u Passk
 	}
 	return res, err
 }
+
+// TenantRelyingParty is the relying party of the tenant served at
+// <slug>.<baseDomain>: the RP id is that host name, the origin it with the
+// scheme ("https" or "http") and port ("" or the scheme's default: none)
+// the browser used. A deployment whose browsers see another host name
+// sets the base domain to the one they see (README, "Second factor"):
+// a passkey is bound to the RP id it was registered under.
+func TenantRelyingParty(slug, baseDomain, scheme, port string) RelyingParty {
+	host := strings.ToLower(slug + "." + strings.Trim(baseDomain, "."))
+	origin := scheme + "://" + host
+	if port != "" && !(scheme == "https" && port == "443") && !(scheme == "http" && port == "80") {
+		origin += ":" + port
+	}
+	return RelyingParty{ID: host, Origin: origin, Name: "finsvc · " + slug}
+}

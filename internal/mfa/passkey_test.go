@@ -395,3 +395,20 @@ func TestPasskeyAnswerOnceRacing(t *testing.T) {
 		}
 	})
 }
+
+func TestTenantRelyingParty(t *testing.T) {
+	for _, c := range []struct {
+		scheme, port, id, origin string
+	}{
+		{"https", "", "acme.finsvc.example", "https://acme.finsvc.example"},
+		{"https", "443", "acme.finsvc.example", "https://acme.finsvc.example"},
+		{"https", "8443", "acme.finsvc.example", "https://acme.finsvc.example:8443"},
+		{"http", "80", "acme.finsvc.example", "http://acme.finsvc.example"},
+		{"http", "8080", "acme.finsvc.example", "http://acme.finsvc.example:8080"},
+	} {
+		got := mfa.TenantRelyingParty("acme", "Finsvc.example.", c.scheme, c.port)
+		if got.ID != c.id || got.Origin != c.origin {
+			t.Errorf("%s port %q: %+v, want id %s origin %s", c.scheme, c.port, got, c.id, c.origin)
+		}
+	}
+}

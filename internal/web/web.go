@@ -25,7 +25,7 @@ import (
 	"github.com/finsvc/finsvc/internal/users"
 )
 
-//go:embed static/console.css static/copy.js templates/layout.html
+//go:embed static/console.css static/copy.js static/passkey.js templates/layout.html
 var files embed.FS
 
 // StylePath is where the stylesheet is served. It answers on any host
@@ -39,6 +39,12 @@ const StylePath = "/assets/console.css"
 // Layout.Script is set loads it, and only such a page's policy allows a
 // script (SetHeaders, Render).
 const CopyScriptPath = "/assets/copy.js"
+
+// PasskeyScriptPath is the passkeys' script: WebAuthn is JavaScript
+// (navigator.credentials), so a form marked data-passkey is hidden until
+// it runs. Only a page whose Layout.Passkey is set loads it (and is
+// allowed this site's scripts).
+const PasskeyScriptPath = "/assets/passkey.js"
 
 // Home is where the brand link and a browser at the tenant root go.
 const Home = "/console/webhooks"
@@ -74,7 +80,7 @@ type SignIn struct {
 // enrolment.
 const StageEnrol = "enrol"
 
-var style, copyScript = asset("static/console.css"), asset("static/copy.js")
+var style, copyScript, passkeyScript = asset("static/console.css"), asset("static/copy.js"), asset("static/passkey.js")
 
 func asset(name string) []byte {
 	b, err := files.ReadFile(name)
@@ -116,6 +122,7 @@ func (n Nav) Menu(pol *auth.Policy, u *users.User) []NavItem {
 var funcs = template.FuncMap{
 	"stylePath":  func() string { return StylePath },
 	"copyScript": func() string { return CopyScriptPath },
+	"passkeyScript": func() string { return PasskeyScriptPath },
 }
 
 // Parse parses the layout and then the page templates of pages matching
@@ -197,6 +204,8 @@ type Layout struct {
 	// Script loads CopyScriptPath: the page shows a secret with a Copy
 	// button.
 	Script bool
+	// Passkey loads PasskeyScriptPath: the page has a passkey form.
+	Passkey bool
 	// Home and HomeLabel are the error page's way on ("/" and "Go to the
 	// start page" when empty): a host that serves no organization has no
 	// start page of its own.
@@ -204,7 +213,7 @@ type Layout struct {
 }
 
 // Scripted reports whether the page loads the script (Render allows it).
-func (l Layout) Scripted() bool { return l.Script }
+func (l Layout) Scripted() bool { return l.Script || l.Passkey }
 
 // Destructive actions ask first, without JavaScript, in the console and on
 // the developer and account pages alike: the page's form gets an answer
@@ -273,7 +282,8 @@ func WriteError(w http.ResponseWriter, status int, d Layout) error {
 func Routes(e *echo.Echo) {
 	for path, h := range map[string]echo.HandlerFunc{
 		StylePath:      serveAsset("text/css; charset=utf-8", style),
-		CopyScriptPath: serveAsset("text/javascript; charset=utf-8", copyScript),
+		CopyScriptPath:    serveAsset("text/javascript; charset=utf-8", copyScript),
+		PasskeyScriptPath: serveAsset("text/javascript; charset=utf-8", passkeyScript),
 	} {
 		e.GET(path, h)
 		e.HEAD(path, h)
