@@ -120,8 +120,8 @@ func (n Nav) Menu(pol *auth.Policy, u *users.User) []NavItem {
 }
 
 var funcs = template.FuncMap{
-	"stylePath":  func() string { return StylePath },
-	"copyScript": func() string { return CopyScriptPath },
+	"stylePath":     func() string { return StylePath },
+	"copyScript":    func() string { return CopyScriptPath },
 	"passkeyScript": func() string { return PasskeyScriptPath },
 }
 
@@ -281,7 +281,7 @@ func WriteError(w http.ResponseWriter, status int, d Layout) error {
 // Routes serves the stylesheet and the script.
 func Routes(e *echo.Echo) {
 	for path, h := range map[string]echo.HandlerFunc{
-		StylePath:      serveAsset("text/css; charset=utf-8", style),
+		StylePath:         serveAsset("text/css; charset=utf-8", style),
 		CopyScriptPath:    serveAsset("text/javascript; charset=utf-8", copyScript),
 		PasskeyScriptPath: serveAsset("text/javascript; charset=utf-8", passkeyScript),
 	} {
