@@ -155,11 +155,13 @@ func SetHeaders(h http.Header) {
 
 // The pages' Content-Security-Policy: no script, no outside content;
 // scriptPolicy adds this site's scripts, for a page that loads
-// CopyScriptPath (an inline script stays refused).
+// CopyScriptPath (an inline script stays refused); passkeyPolicy also
+// lets the passkey script fetch its ceremony's options from this site.
 const (
-	pagePolicy   = "default-src 'none'; " + policyRest
-	scriptPolicy = "default-src 'none'; script-src 'self'; " + policyRest
-	policyRest   = "style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
+	pagePolicy    = "default-src 'none'; " + policyRest
+	scriptPolicy  = "default-src 'none'; script-src 'self'; " + policyRest
+	passkeyPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'; " + policyRest
+	policyRest    = "style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
 )
 
 // Render executes the page template name with data into a buffer (a
@@ -173,6 +175,9 @@ func Render(c echo.Context, t *template.Template, status int, name string, data 
 	SetHeaders(c.Response().Header())
 	if s, ok := data.(interface{ Scripted() bool }); ok && s.Scripted() {
 		c.Response().Header().Set("Content-Security-Policy", scriptPolicy)
+	}
+	if s, ok := data.(interface{ Connects() bool }); ok && s.Connects() {
+		c.Response().Header().Set("Content-Security-Policy", passkeyPolicy)
 	}
 	return c.HTMLBlob(status, buf.Bytes())
 }
@@ -214,6 +219,10 @@ type Layout struct {
 
 // Scripted reports whether the page loads the script (Render allows it).
 func (l Layout) Scripted() bool { return l.Script || l.Passkey }
+
+// Connects reports whether the page's script fetches from this site (the
+// passkey script: Render allows it).
+func (l Layout) Connects() bool { return l.Passkey }
 
 // Destructive actions ask first, without JavaScript, in the console and on
 // the developer and account pages alike: the page's form gets an answer
