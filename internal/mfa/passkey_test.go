@@ -1,121 +1,29 @@
 package mfa_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
-	"github.com/go-webauthn/webauthn/protocol/webauthncose"
-
 	"github.com/finsvc/finsvc/internal/apperr"
 	"github.com/finsvc/finsvc/internal/audit"
 	"github.com/finsvc/finsvc/internal/db"
 	"github.com/finsvc/finsvc/internal/mfa"
+	"github.com/finsvc/finsvc/internal/mfa/passkeytest"
 	"github.com/finsvc/finsvc/internal/testdb"
 )
 
 var rp = mfa.RelyingParty{ID: "acme.finsvc.example", Origin: "https://acme.finsvc.example", Name: "finsvc"}
 
-// authenticator is a software passkey: a P-256 key, "none" attestation,
-// and a sign count that goes up with each use (as a security key's does).
-type authenticator struct {
-	key   *ecdsa.PrivateKey
-	id    []byte
-	count uint32
-}
+// authenticator is a software passkey (passkeytest).
+type authenticator = passkeytest.Authenticator
 
-func newAuthenticator(t *testing.T) *authenticator {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := make([]byte, 16)
-	_, _ = rand.Read(id)
-	return &authenticator{key: k, id: id}
-}
+func newAuthenticator(t *testing.T) *authenticator { return passkeytest.New(t) }
 
 var b64 = base64.RawURLEncoding
-
-// challenge reads the challenge out of the options the store handed out.
-func challenge(t *testing.T, options []byte) string {
-	t.Helper()
-	var o struct {
-		PublicKey struct {
-			Challenge string `json:"challenge"`
-		} `json:"publicKey"`
-	}
-	if err := json.Unmarshal(options, &o); err != nil || o.PublicKey.Challenge == "" {
-		t.Fatalf("options without a challenge: %s (%v)", options, err)
-	}
-	return o.PublicKey.Challenge
-}
-
-func (a *authenticator) authData(rpID string, flags byte, attested []byte) []byte {
-	h := sha256.Sum256([]byte(rpID))
-	out := append(h[:], flags)
-	out = binary.BigEndian.AppendUint32(out, a.count)
-	return append(out, attested...)
-}
-
-func clientData(typ, chal, origin string) []byte {
-	b, _ := json.Marshal(map[string]any{"type": typ, "challenge": chal, "origin": origin, "crossOrigin": false})
-	return b
-}
-
-// create answers navigator.credentials.create's options.
-func (a *authenticator) create(t *testing.T, options []byte, origin, rpID string) []byte {
-	t.Helper()
-	cose, err := webauthncbor.Marshal(webauthncose.EC2PublicKeyData{
-		PublicKeyData: webauthncose.PublicKeyData{KeyType: 2, Algorithm: -7},
-		Curve:         1, XCoord: a.key.X.FillBytes(make([]byte, 32)), YCoord: a.key.Y.FillBytes(make([]byte, 32)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	attested := make([]byte, 16) // AAGUID: none
-	attested = binary.BigEndian.AppendUint16(attested, uint16(len(a.id)))
-	attested = append(append(attested, a.id...), cose...)
-	ao, err := webauthncbor.Marshal(map[string]any{"fmt": "none", "attStmt": map[string]any{}, "authData": a.authData(rpID, 0x01|0x04|0x40, attested)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]any{"id": b64.EncodeToString(a.id), "rawId": b64.EncodeToString(a.id), "type": "public-key",
-		"response": map[string]any{
-			"clientDataJSON":    b64.EncodeToString(clientData("webauthn.create", challenge(t, options), origin)),
-			"attestationObject": b64.EncodeToString(ao),
-		}})
-	return b
-}
-
-// get answers navigator.credentials.get's options.
-func (a *authenticator) get(t *testing.T, options []byte, origin, rpID string) []byte {
-	t.Helper()
-	a.count++
-	ad := a.authData(rpID, 0x01|0x04, nil)
-	cd := clientData("webauthn.get", challenge(t, options), origin)
-	h := sha256.Sum256(cd)
-	digest := sha256.Sum256(append(append([]byte{}, ad...), h[:]...))
-	sig, err := ecdsa.SignASN1(rand.Reader, a.key, digest[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]any{"id": b64.EncodeToString(a.id), "rawId": b64.EncodeToString(a.id), "type": "public-key",
-		"response": map[string]any{
-			"clientDataJSON": b64.EncodeToString(cd), "authenticatorData": b64.EncodeToString(ad),
-			"signature": b64.EncodeToString(sig),
-		}})
-	return b
-}
 
 func (f *fixture) passkeyUser() mfa.PasskeyUser {
 	return mfa.PasskeyUser{ID: f.u.ID, Email: f.u.Email, Name: f.u.Name}
@@ -127,7 +35,7 @@ func (f *fixture) register(t *testing.T, a *authenticator, name string) *mfa.Pas
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), name, a.create(t, opts, rp.Origin, rp.ID))
+	pk, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), name, a.Create(t, opts, rp.Origin, rp.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +48,7 @@ func (f *fixture) signIn(t *testing.T, a *authenticator, origin, rpID string) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f.s.FinishPasskeyLogin(f.ctx, rp, f.passkeyUser(), a.get(t, opts, origin, rpID))
+	return f.s.FinishPasskeyLogin(f.ctx, rp, f.passkeyUser(), a.Get(t, opts, origin, rpID))
 }
 
 // TestPasskeys: a user registers several named passkeys, which count as a
@@ -254,7 +162,7 @@ func noCredentialID(t *testing.T, d *db.DB, as ...*authenticator) {
 	}
 	all, _ := json.Marshal(rows)
 	for _, a := range as {
-		for _, enc := range []string{b64.EncodeToString(a.id), base64.StdEncoding.EncodeToString(a.id), strings.ToLower(strings.TrimSpace(hexOf(a.id)))} {
+		for _, enc := range []string{b64.EncodeToString(a.ID), base64.StdEncoding.EncodeToString(a.ID), strings.ToLower(strings.TrimSpace(hexOf(a.ID)))} {
 			if strings.Contains(string(all), enc) {
 				t.Fatalf("an audit record holds a credential id (%s)", enc)
 			}
@@ -284,22 +192,22 @@ func TestPasskeyRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "", a.create(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Invalid) {
+		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "", a.Create(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Invalid) {
 			t.Fatalf("no name: %v, want Invalid", err)
 		}
-		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.create(t, opts, "https://evil.example", rp.ID)); !apperr.Is(err, apperr.Unauthenticated) {
+		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.Create(t, opts, "https://evil.example", rp.ID)); !apperr.Is(err, apperr.Unauthenticated) {
 			t.Fatalf("another origin: %v, want Unauthenticated", err)
 		}
-		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.create(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Invalid) {
+		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.Create(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Invalid) {
 			t.Fatalf("a ceremony finished twice: %v, want Invalid", err)
 		}
 		opts, _ = f.s.BeginPasskeyRegistration(f.ctx, rp, f.passkeyUser())
-		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.create(t, opts, rp.Origin, "other.example")); !apperr.Is(err, apperr.Unauthenticated) {
+		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.Create(t, opts, rp.Origin, "other.example")); !apperr.Is(err, apperr.Unauthenticated) {
 			t.Fatalf("another RP id: %v, want Unauthenticated", err)
 		}
 		opts, _ = f.s.BeginPasskeyRegistration(f.ctx, rp, f.passkeyUser())
 		f.clk.Add(mfa.CeremonyTTL + time.Second)
-		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.create(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Invalid) {
+		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, f.passkeyUser(), "K", a.Create(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Invalid) {
 			t.Fatalf("an expired ceremony: %v, want Invalid", err)
 		}
 		if st, _ := f.s.Status(f.ctx, f.u.ID); st.Has() {
@@ -310,7 +218,7 @@ func TestPasskeyRefusals(t *testing.T) {
 		// Sign-in: a replayed answer, another origin, an expired
 		// ceremony, a clone behind in count, a key of another user.
 		opts, _ = f.s.BeginPasskeyLogin(f.ctx, rp, f.passkeyUser())
-		answer := a.get(t, opts, rp.Origin, rp.ID)
+		answer := a.Get(t, opts, rp.Origin, rp.ID)
 		if _, err := f.s.FinishPasskeyLogin(f.ctx, rp, f.passkeyUser(), answer); err != nil {
 			t.Fatal(err)
 		}
@@ -322,14 +230,14 @@ func TestPasskeyRefusals(t *testing.T) {
 		}
 		opts, _ = f.s.BeginPasskeyLogin(f.ctx, rp, f.passkeyUser())
 		f.clk.Add(mfa.CeremonyTTL + time.Second)
-		if _, err := f.s.FinishPasskeyLogin(f.ctx, rp, f.passkeyUser(), a.get(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Unauthenticated) {
+		if _, err := f.s.FinishPasskeyLogin(f.ctx, rp, f.passkeyUser(), a.Get(t, opts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Unauthenticated) {
 			t.Fatalf("an expired ceremony: %v, want Unauthenticated", err)
 		}
-		a.count = 0 // a clone that has not seen the uses since
+		a.Count = 0 // a clone that has not seen the uses since
 		if _, err := f.signIn(t, a, rp.Origin, rp.ID); !apperr.Is(err, apperr.Unauthenticated) {
 			t.Fatalf("a clone behind in count: %v, want Unauthenticated", err)
 		}
-		a.count = 100
+		a.Count = 100
 		if _, err := f.signIn(t, a, rp.Origin, rp.ID); err != nil {
 			t.Fatalf("the key itself after the clone was refused: %v", err)
 		}
@@ -341,7 +249,7 @@ func TestPasskeyRefusals(t *testing.T) {
 		bob := mfa.PasskeyUser{ID: other.ID, Email: other.Email}
 		bk := newAuthenticator(t)
 		bopts, _ := f.s.BeginPasskeyRegistration(f.ctx, rp, bob)
-		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, bob, "Bob's", bk.create(t, bopts, rp.Origin, rp.ID)); err != nil {
+		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, bob, "Bob's", bk.Create(t, bopts, rp.Origin, rp.ID)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.signIn(t, bk, rp.Origin, rp.ID); !apperr.Is(err, apperr.Unauthenticated) {
@@ -350,7 +258,7 @@ func TestPasskeyRefusals(t *testing.T) {
 		// Bob registering Ada's authenticator again is refused: one
 		// credential id belongs to one account.
 		bopts, _ = f.s.BeginPasskeyRegistration(f.ctx, rp, bob)
-		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, bob, "dup", a.create(t, bopts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Conflict) {
+		if _, err := f.s.FinishPasskeyRegistration(f.ctx, rp, bob, "dup", a.Create(t, bopts, rp.Origin, rp.ID)); !apperr.Is(err, apperr.Conflict) {
 			t.Fatalf("a credential registered twice: %v, want Conflict", err)
 		}
 		noCredentialID(t, d, a, bk)
@@ -368,7 +276,7 @@ func TestPasskeyAnswerOnceRacing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		answer := a.get(t, opts, rp.Origin, rp.ID)
+		answer := a.Get(t, opts, rp.Origin, rp.ID)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		ok, refused := 0, 0
