@@ -53,7 +53,7 @@ func TestBrowserPasskey(t *testing.T) {
 	if !strings.Contains(b.Text("#notice"), `"Work laptop" is added`) || b.Count("#passkey-list li") != 1 {
 		t.Fatalf("after adding: %q %q", b.Text("#notice"), b.Text("main"))
 	}
-	creds, err := chromedp.Call(b.Ctx, webauthn.GetCredentials, webauthn.GetCredentialsParams{AuthenticatorID: auth.AuthenticatorID})
+	creds, err := chromedp.Call(b.Ctx, webauthn.GetCredentials, webauthn.GetCredentialsParams(auth))
 	if err != nil || len(creds.Credentials) != 1 || creds.Credentials[0].RpID != "acme.localhost" {
 		t.Fatalf("the authenticator's credentials: %+v %v", creds, err)
 	}
