@@ -178,3 +178,39 @@ func TestPasskeyThrottled(t *testing.T) {
 		t.Fatalf("after the throttle the session is not half: %d %s", got.code, got.location)
 	}
 }
+
+// TestPasskeyEnrolment: a member the policy holds at enrolment adds a
+// passkey instead of an app, and is then signed in (every page reachable,
+// hwk among the factors).
+func TestPasskeyEnrolment(t *testing.T) {
+	env := newEnv(t)
+	o := newOrg(t, env, "acme")
+	a := o.client(t)
+	a.login(o.admin)
+	page := a.do("GET", "/console/security", nil)
+	if r := a.do("POST", "/console/security", url.Values{"csrf_token": {csrf(t, page.body)}, "policy": {"everyone"}}); r.code != http.StatusSeeOther {
+		t.Fatalf("set the policy: %d", r.code)
+	}
+	m := o.client(t)
+	if r := m.password(o.member, "/console/acts"); r.code != http.StatusSeeOther || !strings.HasPrefix(r.location, "/console/account") {
+		t.Fatalf("a covered member's password: %d %s", r.code, r.location)
+	}
+	acct := m.do("GET", "/console/account?next=%2Fconsole%2Facts", nil)
+	if !strings.Contains(acct.body, `id="enrol-required"`) {
+		t.Fatalf("enrolment page: %s", acct.body)
+	}
+	tok := passkeyCSRF(t, acct.body)
+	key := passkeytest.New(t)
+	opts := m.begin(t, "/console/account/passkeys/begin", tok)
+	r := m.do("POST", "/console/account/passkeys", url.Values{"csrf_token": {tok}, "name": {"Phone"}, "next": {"/console/acts"},
+		"credential": {string(key.Create(t, opts, "http://"+o.Host, o.Host))}})
+	if r.code != http.StatusSeeOther || !strings.HasPrefix(r.location, "/console/account") {
+		t.Fatalf("adding a passkey at enrolment: %d %s %s", r.code, r.location, r.body)
+	}
+	if got := m.do("GET", "/console/acts", nil); got.code != http.StatusOK {
+		t.Fatalf("after enrolling a passkey: %d %s", got.code, got.location)
+	}
+	if acct := m.do("GET", "/console/account", nil); !strings.Contains(acct.body, `data-amr="hwk"`) || strings.Contains(acct.body, `id="enrol-required"`) {
+		t.Fatalf("account page after enrolling a passkey: %s", acct.body)
+	}
+}
