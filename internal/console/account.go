@@ -236,7 +236,7 @@ func (cs *Console) regenerateRecovery(r *req) error {
 func (cs *Console) askRemoveFactor(r *req) (*web.Confirmation, error) {
 	return &web.Confirmation{Danger: true, Title: "Remove your authenticator app?", Button: "Remove the authenticator", Cancel: web.AccountPath,
 		Effects: []string{
-			"Signing in asks for your password only.",
+			"Signing in no longer asks for a code from the app (your passkeys, if any, stay).",
 			"Your recovery codes stop working.",
 			"If your organization requires a second factor, your next sign-in asks you to set one up.",
 		}}, nil
