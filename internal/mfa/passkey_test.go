@@ -320,3 +320,26 @@ func TestTenantRelyingParty(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveTOTPKeepsPasskeys: a user's own removal of the authenticator
+// app takes its recovery codes and leaves their passkeys (still a
+// factor); an admin's reset takes both.
+func TestRemoveTOTPKeepsPasskeys(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, d *db.DB) {
+		f := setup(t, d)
+		f.enrol(t)
+		f.register(t, newAuthenticator(t), "Key")
+		if err := f.s.RemoveTOTP(f.ctx, audit.UserActor(f.u.ID), f.u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := f.s.Status(f.ctx, f.u.ID); st.TOTP || st.RecoveryRemaining != 0 || st.Passkeys != 1 || !st.Has() {
+			t.Fatalf("after removing the app: %+v", st)
+		}
+		if err := f.s.Remove(f.ctx, audit.UserActor(f.u.ID+100), f.u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := f.s.Status(f.ctx, f.u.ID); st.Has() {
+			t.Fatalf("after the reset: %+v", st)
+		}
+	})
+}
