@@ -84,6 +84,13 @@ const (
 	MFARecoveryUsed        = "mfa.recovery_code_used"
 	MFARecoveryRegenerated = "mfa.recovery_codes_regenerated"
 	MFAPolicyChanged       = "mfa.policy_changed"
+	// Passkeys (WebAuthn credentials): registered (outcome failure: the
+	// browser's answer was refused), renamed, removed, and each use
+	// (outcome failure: refused). No record names the credential id.
+	MFAPasskeyRegistered = "mfa.passkey_registered"
+	MFAPasskeyRenamed    = "mfa.passkey_renamed"
+	MFAPasskeyRemoved    = "mfa.passkey_removed"
+	MFAPasskeyUsed       = "mfa.passkey_used"
 )
 
 // Outcomes.

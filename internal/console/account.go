@@ -32,6 +32,7 @@ import (
 // accountPage is the account page's data.
 type accountPage struct {
 	Status   mfa.Status
+	Passkeys []mfa.Passkey
 	Enrol    bool // the policy holds this sign-in until a factor is set up
 	AMR      []string
 	Pending  *pendingTOTP
@@ -97,6 +98,9 @@ func (cs *Console) accountView(r *req, status int, msg string, errs fieldErrors)
 	if si != nil {
 		p.AMR = si.AMR
 	}
+	if p.Passkeys, err = cs.d.MFA.Passkeys(ctx, r.user.ID); err != nil {
+		return err
+	}
 	if !st.Has() {
 		e, err := cs.d.MFA.PendingTOTP(ctx, r.user.ID, r.user.Email)
 		switch {
@@ -118,7 +122,7 @@ func (cs *Console) accountView(r *req, status int, msg string, errs fieldErrors)
 	if p.Enrol {
 		title = "Set up a second factor"
 	}
-	v := &view{Layout: web.Layout{Title: title, Nav: "account-security", User: r.user, Message: msg}, Notice: notice, Page: p}
+	v := &view{Layout: web.Layout{Title: title, Nav: "account-security", User: r.user, Message: msg, Passkey: true}, Notice: notice, Page: p}
 	if p.Enrol {
 		// Nothing else is reachable: the menu would only lead back here.
 		v.Layout.Menu = nil
@@ -232,14 +236,14 @@ func (cs *Console) regenerateRecovery(r *req) error {
 func (cs *Console) askRemoveFactor(r *req) (*web.Confirmation, error) {
 	return &web.Confirmation{Danger: true, Title: "Remove your authenticator app?", Button: "Remove the authenticator", Cancel: web.AccountPath,
 		Effects: []string{
-			"Signing in asks for your password only.",
+			"Signing in no longer asks for a code from the app (your passkeys, if any, stay).",
 			"Your recovery codes stop working.",
 			"If your organization requires a second factor, your next sign-in asks you to set one up.",
 		}}, nil
 }
 
 func (cs *Console) removeFactor(r *req) error {
-	if err := cs.d.MFA.Remove(r.Request().Context(), audit.UserActor(r.user.ID), r.user.ID); err != nil {
+	if err := cs.d.MFA.RemoveTOTP(r.Request().Context(), audit.UserActor(r.user.ID), r.user.ID); err != nil {
 		return err
 	}
 	return cs.doneAccount(r, "", accountFlash{Notice: "Your authenticator app was removed."})

@@ -59,6 +59,8 @@ type Sessions interface {
 	SignIn(c echo.Context) (*web.SignIn, error)
 	SecondFactorGiven(c echo.Context, method string) error
 	RequireStepUp(c echo.Context, u *users.User, back string) (bool, error)
+	// RelyingParty is the passkeys' relying party of the request's tenant.
+	RelyingParty(c echo.Context) mfa.RelyingParty
 }
 
 // Deps are the services the console calls, built by internal/app.
@@ -157,6 +159,10 @@ func (cs *Console) Routes(e *echo.Echo) {
 	e.POST(web.AccountPath+"/totp/confirm", en(cs.post(cs.confirmTOTP)))
 	e.POST(web.AccountPath+"/recovery", h(cs.post(cs.stepped(cs.regenerateRecovery))))
 	e.POST(web.AccountPath+"/remove", h(cs.stepped(cs.confirmed(cs.askRemoveFactor, cs.removeFactor))))
+	e.POST(web.AccountPath+"/passkeys/begin", en(cs.beginPasskey))
+	e.POST(web.AccountPath+"/passkeys", en(cs.post(cs.addPasskey)))
+	e.POST(web.AccountPath+"/passkeys/:n/rename", h(cs.post(cs.renamePasskey)))
+	e.POST(web.AccountPath+"/passkeys/:n/remove", h(cs.stepped(cs.confirmed(cs.askRemovePasskey, cs.removePasskey))))
 	e.GET(securityPath, h(cs.security))
 	e.POST(securityPath, h(cs.post(cs.stepped(cs.setPolicy))))
 	e.POST("/console/users/:id/reset-mfa", h(cs.stepped(cs.confirmed(cs.askResetMFA, cs.resetMFA))))

@@ -299,8 +299,10 @@ func TestPolicyRouteWalk(t *testing.T) {
 		if !strings.HasPrefix(rt.Path, "/console") || rt.Path == "/console" {
 			continue
 		}
-		path := strings.NewReplacer(":id", "1", ":delivery", "1", ":uuid", "00000000-0000-0000-0000-000000000000").Replace(rt.Path)
-		allowed := strings.HasPrefix(path, "/console/account") && (rt.Method == http.MethodGet || strings.HasPrefix(path, "/console/account/totp"))
+		path := strings.NewReplacer(":id", "1", ":delivery", "1", ":n", "1", ":uuid", "00000000-0000-0000-0000-000000000000").Replace(rt.Path)
+		// Enrolment: an authenticator app, or a passkey (its two steps).
+		enrolment := strings.HasPrefix(path, "/console/account/totp") || path == "/console/account/passkeys" || path == "/console/account/passkeys/begin"
+		allowed := strings.HasPrefix(path, "/console/account") && (rt.Method == http.MethodGet || enrolment)
 		var got resp
 		if rt.Method == http.MethodGet {
 			got = m.do("GET", path, nil)

@@ -86,7 +86,7 @@ func (cs *Console) askResetMFA(r *req) (*web.Confirmation, error) {
 	}
 	return &web.Confirmation{Danger: true, Title: "Remove the second factor of " + u.Email + "?", Button: "Remove their second factor", Cancel: "/console/users",
 		Effects: []string{
-			u.Email + " signs in with their password alone until they set up a new factor; their recovery codes stop working.",
+			u.Email + " signs in with their password alone until they set up a new factor; their authenticator app, passkeys and recovery codes stop working.",
 			"They are told at their next sign-in. If the policy requires a second factor of them, that sign-in asks them to set one up.",
 		}}, nil
 }

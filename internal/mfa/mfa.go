@@ -1,6 +1,7 @@
 // Package mfa is the second factor of console accounts: a TOTP
-// authenticator (RFC 6238) per user, its single-use recovery codes, and
-// the tenant's policy of whom a second factor is required of.
+// authenticator (RFC 6238) per user, its single-use recovery codes,
+// passkeys (WebAuthn credentials, several per user: passkey.go), and the
+// tenant's policy of whom a second factor is required of.
 //
 // The TOTP secret is sealed at rest (internal/sealing, bound to the user;
 // SealedColumns puts it under `finsvc secret reseal`). A code is accepted
@@ -164,11 +165,13 @@ func SealedColumns() []sealing.Column {
 // Status is what a user holds.
 type Status struct {
 	TOTP              bool // confirmed
+	Passkeys          int
 	RecoveryRemaining int
 }
 
-// Has reports whether the user has a second factor.
-func (st Status) Has() bool { return st.TOTP }
+// Has reports whether the user has a second factor: an authenticator app
+// or a passkey.
+func (st Status) Has() bool { return st.TOTP || st.Passkeys > 0 }
 
 // Status returns what userID holds.
 func (s *Store) Status(ctx context.Context, userID int64) (Status, error) {
@@ -183,6 +186,10 @@ func (s *Store) Status(ctx context.Context, userID int64) (Status, error) {
 		return st, fmt.Errorf("mfa: status: %w", err)
 	}
 	st.RecoveryRemaining = int(n)
+	if err := tenant.Scope(ctx, s.db.DB).Model(&passkeyRow{}).Where("user_id = ?", userID).Count(&n).Error; err != nil {
+		return st, fmt.Errorf("mfa: status: %w", err)
+	}
+	st.Passkeys = int(n)
 	return st, nil
 }
 
@@ -495,10 +502,21 @@ func (s *Store) RegenerateRecovery(ctx context.Context, userID int64) ([]string,
 	return codes, err
 }
 
-// Remove deletes userID's factors and recovery codes. actorID is who
+// Remove deletes userID's factors (authenticator app and passkeys) and
+// recovery codes. actorID is who
 // removes them: another user (an admin's reset) leaves the user a notice
 // for their next sign-in. Removing nothing is no error (and no record).
 func (s *Store) Remove(ctx context.Context, actor *audit.Actor, userID int64) error {
+	return s.remove(ctx, actor, userID, true)
+}
+
+// RemoveTOTP is Remove of the authenticator app and recovery codes only
+// (a user's own removal on the account page: their passkeys stay).
+func (s *Store) RemoveTOTP(ctx context.Context, actor *audit.Actor, userID int64) error {
+	return s.remove(ctx, actor, userID, false)
+}
+
+func (s *Store) remove(ctx context.Context, actor *audit.Actor, userID int64, passkeys bool) error {
 	return s.db.Tx(ctx, func(tx *gorm.DB) error {
 		res := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&totpRow{})
 		if res.Error != nil {
@@ -507,7 +525,15 @@ func (s *Store) Remove(ctx context.Context, actor *audit.Actor, userID int64) er
 		if err := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&recoveryRow{}).Error; err != nil {
 			return err
 		}
-		if res.RowsAffected == 0 {
+		var keys int64
+		if passkeys {
+			del := tenant.Scope(ctx, tx).Where("user_id = ?", userID).Delete(&passkeyRow{})
+			if del.Error != nil {
+				return del.Error
+			}
+			keys = del.RowsAffected
+		}
+		if res.RowsAffected == 0 && keys == 0 {
 			return nil
 		}
 		if actor == nil || actor.UserID == nil || *actor.UserID != userID {

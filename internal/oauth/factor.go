@@ -48,6 +48,9 @@ func WithMFA(m *mfa.Store) Option { return func(s *Service) { s.mfa = m } }
 type factorPage struct {
 	Action string // where the form posts
 	StepUp bool
+	// What the user holds: a code (an authenticator app or recovery
+	// codes) and passkeys (passkey.go).
+	Code, Passkey bool
 }
 
 // afterPassword continues a sign-in whose password was right: to the
@@ -152,11 +155,19 @@ func (s *Service) renderFactor(c echo.Context, u *users.User, status int, msg, n
 	if stepUp {
 		title, action = "Confirm it is you", web.StepUpPath
 	}
+	fp := &factorPage{Action: action, StepUp: stepUp, Code: true}
+	if s.mfa != nil {
+		st, err := s.mfa.Status(c.Request().Context(), u.ID)
+		if err != nil {
+			return err
+		}
+		fp.Code, fp.Passkey = st.TOTP || st.RecoveryRemaining > 0 || st.Passkeys == 0, st.Passkeys > 0
+	}
 	return s.render(c, status, "factor", &page{
-		Layout: web.Layout{Title: title, User: u, Message: msg},
+		Layout: web.Layout{Title: title, User: u, Message: msg, Passkey: fp.Passkey},
 		Next:   next,
 		CSRF:   s.csrfToken(c.Request().Context(), s.csrfSeed(c), "factor", ""),
-		Factor: &factorPage{Action: action, StepUp: stepUp},
+		Factor: fp,
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/finsvc/finsvc/internal/apitest"
 	"github.com/finsvc/finsvc/internal/app"
 	"github.com/finsvc/finsvc/internal/mfa"
+	"github.com/finsvc/finsvc/internal/mfa/passkeytest"
 	"github.com/finsvc/finsvc/internal/oauth"
 )
 
@@ -156,4 +157,66 @@ func TestAppSecretStepUp(t *testing.T) {
 	if p := do(t, c, "POST", o.Server.URL+"/login/confirm", url.Values{"csrf_token": {csrfOf(t, sp.Body)}, "code": {fresh}, "next": {"/developer/my-apps"}}); p.Code != http.StatusUnauthorized {
 		t.Fatalf("a used code at step-up: %d", p.Code)
 	}
+}
+
+// TestAuthorizationCodeFlowWithPasskey: the authorization-code flow of a
+// user whose factor is a passkey gets no code on the password alone; the
+// passkey on the factor page (begin, then the browser's answer) goes on
+// to the consent and its code.
+func TestAuthorizationCodeFlowWithPasskey(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *server) {
+		o := s.org(t, "acme", "admin")
+		rp := mfa.RelyingParty{ID: o.Host, Origin: "http://" + o.Host}
+		key := passkeytest.New(t)
+		m := o.s.App.MFA()
+		pu := mfa.PasskeyUser{ID: o.userID, Email: o.email}
+		opts, err := m.BeginPasskeyRegistration(o.Ctx, rp, pu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.FinishPasskeyRegistration(o.Ctx, rp, pu, "Key", key.Create(t, opts, rp.Origin, rp.ID)); err != nil {
+			t.Fatal(err)
+		}
+		c := o.browser(t)
+		params := o.authParams("xyz-state-123")
+		authz := "/oauth/authorize?" + params.Encode()
+		p := do(t, c, "GET", o.Server.URL+authz, nil)
+		lp := do(t, c, "GET", o.Server.URL+p.Location, nil)
+		p = do(t, c, "POST", o.Server.URL+"/login", url.Values{
+			"csrf_token": {csrfOf(t, lp.Body)}, "email": {o.email}, "password": {testPassword}, "next": {authz},
+		})
+		if p.Code != http.StatusSeeOther || !strings.HasPrefix(p.Location, "/login/factor?") {
+			t.Fatalf("password: %d %q", p.Code, p.Location)
+		}
+		factorPage := p.Location
+		if p = do(t, c, "GET", o.Server.URL+authz, nil); p.Code != http.StatusFound || !strings.HasPrefix(p.Location, "/login/factor?") {
+			t.Fatalf("authorize on the password alone: %d %q", p.Code, p.Location)
+		}
+		fp := do(t, c, "GET", o.Server.URL+factorPage, nil)
+		if fp.Code != 200 || !strings.Contains(fp.Body, `id="passkey-form"`) {
+			t.Fatalf("factor page: %d %s", fp.Code, fp.Body)
+		}
+		tok := csrfOf(t, fp.Body)
+		b := do(t, c, "POST", o.Server.URL+"/login/factor/passkey/begin", url.Values{"csrf_token": {tok}})
+		if b.Code != http.StatusOK {
+			t.Fatalf("begin: %d %s", b.Code, b.Body)
+		}
+		next, _ := url.Parse(factorPage)
+		p = do(t, c, "POST", o.Server.URL+"/login/factor/passkey", url.Values{"csrf_token": {tok}, "next": {next.Query().Get("next")},
+			"credential": {string(key.Get(t, []byte(b.Body), rp.Origin, rp.ID))}})
+		if p.Code != http.StatusSeeOther || p.Location != authz {
+			t.Fatalf("a good passkey: %d %q %s", p.Code, p.Location, p.Body)
+		}
+		p = do(t, c, "GET", o.Server.URL+p.Location, nil)
+		form := hiddenFields(p.Body)
+		form.Set("decision", "allow")
+		p = do(t, c, "POST", o.Server.URL+"/oauth/authorize", form)
+		loc, _ := url.Parse(p.Location)
+		if p.Code != http.StatusFound || loc.Query().Get("code") == "" {
+			t.Fatalf("allow: %d %q", p.Code, p.Location)
+		}
+		if r := o.token(t, o.codeGrant(loc.Query().Get("code")), reqStyle{}); r.Code != 200 {
+			t.Fatalf("token: %d %v", r.Code, r.Body)
+		}
+	})
 }

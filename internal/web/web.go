@@ -25,7 +25,7 @@ import (
 	"github.com/finsvc/finsvc/internal/users"
 )
 
-//go:embed static/console.css static/copy.js templates/layout.html
+//go:embed static/console.css static/copy.js static/passkey.js templates/layout.html
 var files embed.FS
 
 // StylePath is where the stylesheet is served. It answers on any host
@@ -39,6 +39,12 @@ const StylePath = "/assets/console.css"
 // Layout.Script is set loads it, and only such a page's policy allows a
 // script (SetHeaders, Render).
 const CopyScriptPath = "/assets/copy.js"
+
+// PasskeyScriptPath is the passkeys' script: WebAuthn is JavaScript
+// (navigator.credentials), so a form marked data-passkey is hidden until
+// it runs. Only a page whose Layout.Passkey is set loads it (and is
+// allowed this site's scripts).
+const PasskeyScriptPath = "/assets/passkey.js"
 
 // Home is where the brand link and a browser at the tenant root go.
 const Home = "/console/webhooks"
@@ -74,7 +80,7 @@ type SignIn struct {
 // enrolment.
 const StageEnrol = "enrol"
 
-var style, copyScript = asset("static/console.css"), asset("static/copy.js")
+var style, copyScript, passkeyScript = asset("static/console.css"), asset("static/copy.js"), asset("static/passkey.js")
 
 func asset(name string) []byte {
 	b, err := files.ReadFile(name)
@@ -114,8 +120,9 @@ func (n Nav) Menu(pol *auth.Policy, u *users.User) []NavItem {
 }
 
 var funcs = template.FuncMap{
-	"stylePath":  func() string { return StylePath },
-	"copyScript": func() string { return CopyScriptPath },
+	"stylePath":     func() string { return StylePath },
+	"copyScript":    func() string { return CopyScriptPath },
+	"passkeyScript": func() string { return PasskeyScriptPath },
 }
 
 // Parse parses the layout and then the page templates of pages matching
@@ -148,11 +155,13 @@ func SetHeaders(h http.Header) {
 
 // The pages' Content-Security-Policy: no script, no outside content;
 // scriptPolicy adds this site's scripts, for a page that loads
-// CopyScriptPath (an inline script stays refused).
+// CopyScriptPath (an inline script stays refused); passkeyPolicy also
+// lets the passkey script fetch its ceremony's options from this site.
 const (
-	pagePolicy   = "default-src 'none'; " + policyRest
-	scriptPolicy = "default-src 'none'; script-src 'self'; " + policyRest
-	policyRest   = "style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
+	pagePolicy    = "default-src 'none'; " + policyRest
+	scriptPolicy  = "default-src 'none'; script-src 'self'; " + policyRest
+	passkeyPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'; " + policyRest
+	policyRest    = "style-src 'self'; img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'"
 )
 
 // Render executes the page template name with data into a buffer (a
@@ -166,6 +175,9 @@ func Render(c echo.Context, t *template.Template, status int, name string, data 
 	SetHeaders(c.Response().Header())
 	if s, ok := data.(interface{ Scripted() bool }); ok && s.Scripted() {
 		c.Response().Header().Set("Content-Security-Policy", scriptPolicy)
+	}
+	if s, ok := data.(interface{ Connects() bool }); ok && s.Connects() {
+		c.Response().Header().Set("Content-Security-Policy", passkeyPolicy)
 	}
 	return c.HTMLBlob(status, buf.Bytes())
 }
@@ -197,6 +209,8 @@ type Layout struct {
 	// Script loads CopyScriptPath: the page shows a secret with a Copy
 	// button.
 	Script bool
+	// Passkey loads PasskeyScriptPath: the page has a passkey form.
+	Passkey bool
 	// Home and HomeLabel are the error page's way on ("/" and "Go to the
 	// start page" when empty): a host that serves no organization has no
 	// start page of its own.
@@ -204,7 +218,11 @@ type Layout struct {
 }
 
 // Scripted reports whether the page loads the script (Render allows it).
-func (l Layout) Scripted() bool { return l.Script }
+func (l Layout) Scripted() bool { return l.Script || l.Passkey }
+
+// Connects reports whether the page's script fetches from this site (the
+// passkey script: Render allows it).
+func (l Layout) Connects() bool { return l.Passkey }
 
 // Destructive actions ask first, without JavaScript, in the console and on
 // the developer and account pages alike: the page's form gets an answer
@@ -272,8 +290,9 @@ func WriteError(w http.ResponseWriter, status int, d Layout) error {
 // Routes serves the stylesheet and the script.
 func Routes(e *echo.Echo) {
 	for path, h := range map[string]echo.HandlerFunc{
-		StylePath:      serveAsset("text/css; charset=utf-8", style),
-		CopyScriptPath: serveAsset("text/javascript; charset=utf-8", copyScript),
+		StylePath:         serveAsset("text/css; charset=utf-8", style),
+		CopyScriptPath:    serveAsset("text/javascript; charset=utf-8", copyScript),
+		PasskeyScriptPath: serveAsset("text/javascript; charset=utf-8", passkeyScript),
 	} {
 		e.GET(path, h)
 		e.HEAD(path, h)
