@@ -2498,6 +2498,9 @@ export interface components {
              *     - `mfa.recovery_codes_regenerated`: the user made new recovery codes (the old ones stop working).
              *     - `mfa.removed`: a user's second factor removed, by the user, an admin (the actor) or the command line (`system`).
              *     - `mfa.policy_changed`: an admin changed whom the organization requires a second factor of (the target is the tenant).
+             *     - `mfa.passkey_registered`: a user added a passkey (`failure`: the browser's answer was refused).
+             *     - `mfa.passkey_renamed`, `mfa.passkey_removed`: a user renamed or removed one of their passkeys.
+             *     - `mfa.passkey_used`: a passkey given at sign-in or before a sensitive action (`failure`: an answer refused, e.g. from another origin or a cloned key). No record holds a credential id.
              * @example webhook.secret_rotated
              */
             action: string;
