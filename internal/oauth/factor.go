@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -183,9 +184,16 @@ func (s *Service) handleFactorPage(c echo.Context) error {
 	return s.renderFactor(c, u, http.StatusOK, "", next, false)
 }
 
-// verifyCode checks a code u typed, throttled with the sign-in's counters:
-// over them apperr.TooManyRequests (Retry-After set) without checking.
+// verifyCode checks a code u typed (throttledFactor).
 func (s *Service) verifyCode(c echo.Context, u *users.User, code string) (*mfa.Result, error) {
+	return s.throttledFactor(c, u, func(ctx context.Context) (*mfa.Result, error) { return s.mfa.Verify(ctx, u.ID, code) })
+}
+
+// throttledFactor runs check, a second factor's verification for u,
+// throttled with the sign-in's counters (a refusal counts as a failed
+// sign-in): over them apperr.TooManyRequests (Retry-After set) without
+// checking.
+func (s *Service) throttledFactor(c echo.Context, u *users.User, check func(context.Context) (*mfa.Result, error)) (*mfa.Result, error) {
 	ctx := c.Request().Context()
 	done, wait, ok := s.logins.begin(tenant.ID(ctx), u.Email, clientaddr.From(c.Request(), s.cfg.TrustProxy))
 	if !ok {
@@ -195,18 +203,25 @@ func (s *Service) verifyCode(c echo.Context, u *users.User, code string) (*mfa.R
 	}
 	failed, succeeded := false, false
 	defer func() { done(failed, succeeded) }()
-	res, err := s.mfa.Verify(ctx, u.ID, code)
+	res, err := check(ctx)
 	failed, succeeded = apperr.Is(err, apperr.Unauthenticated), err == nil
 	return res, err
 }
 
 // codeRefusal is the factor form's answer to a refused code.
 func (s *Service) codeRefusal(c echo.Context, u *users.User, err error, next string, stepUp bool) error {
+	return s.factorRefusal(c, u, err, "The code is wrong or was already used. Type the current code of your authenticator app, or a recovery code.", next, stepUp)
+}
+
+// factorRefusal is the factor page's answer to a refused factor: the page
+// again with wrong (429 when throttled), or err itself when it is not a
+// refusal.
+func (s *Service) factorRefusal(c echo.Context, u *users.User, err error, wrong, next string, stepUp bool) error {
 	switch {
 	case apperr.Is(err, apperr.TooManyRequests):
 		return s.renderFactor(c, u, http.StatusTooManyRequests, "Too many attempts. Try again later.", next, stepUp)
 	case apperr.Is(err, apperr.Unauthenticated):
-		return s.renderFactor(c, u, http.StatusUnauthorized, "The code is wrong or was already used. Type the current code of your authenticator app, or a recovery code.", next, stepUp)
+		return s.renderFactor(c, u, http.StatusUnauthorized, wrong, next, stepUp)
 	}
 	return err
 }

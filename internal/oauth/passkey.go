@@ -1,16 +1,14 @@
 package oauth
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/finsvc/finsvc/internal/apperr"
-	"github.com/finsvc/finsvc/internal/clientaddr"
 	"github.com/finsvc/finsvc/internal/mfa"
 	"github.com/finsvc/finsvc/internal/tenant"
 	"github.com/finsvc/finsvc/internal/users"
@@ -93,32 +91,17 @@ func (s *Service) handleStepUpPasskeyBegin(c echo.Context) error {
 	return s.beginPasskey(c, u)
 }
 
-// verifyPasskey checks the browser's passkey answer for u, throttled with
-// the sign-in's counters as a code is.
+// verifyPasskey checks the browser's passkey answer for u, throttled as a
+// code is (throttledFactor).
 func (s *Service) verifyPasskey(c echo.Context, u *users.User) (*mfa.Result, error) {
-	ctx := c.Request().Context()
-	done, wait, ok := s.logins.begin(tenant.ID(ctx), u.Email, clientaddr.From(c.Request(), s.cfg.TrustProxy))
-	if !ok {
-		s.log.Warn("second factor throttled", "tenant", tenant.ID(ctx), "retry_after", wait.Round(time.Second))
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		return nil, apperr.E(apperr.TooManyRequests, "Too many attempts. Try again later.")
-	}
-	failed, succeeded := false, false
-	defer func() { done(failed, succeeded) }()
-	res, err := s.mfa.FinishPasskeyLogin(ctx, s.RelyingParty(c), passkeyUser(u), []byte(c.Request().PostFormValue("credential")))
-	failed, succeeded = apperr.Is(err, apperr.Unauthenticated), err == nil
-	return res, err
+	return s.throttledFactor(c, u, func(ctx context.Context) (*mfa.Result, error) {
+		return s.mfa.FinishPasskeyLogin(ctx, s.RelyingParty(c), passkeyUser(u), []byte(c.Request().PostFormValue("credential")))
+	})
 }
 
 // passkeyRefusal is the factor page's answer to a refused passkey.
 func (s *Service) passkeyRefusal(c echo.Context, u *users.User, err error, next string, stepUp bool) error {
-	switch {
-	case apperr.Is(err, apperr.TooManyRequests):
-		return s.renderFactor(c, u, http.StatusTooManyRequests, "Too many attempts. Try again later.", next, stepUp)
-	case apperr.Is(err, apperr.Unauthenticated):
-		return s.renderFactor(c, u, http.StatusUnauthorized, "The passkey was not accepted. Try again, or use another factor.", next, stepUp)
-	}
-	return err
+	return s.factorRefusal(c, u, err, "The passkey was not accepted. Try again, or use another factor.", next, stepUp)
 }
 
 // handlePasskey completes a sign-in with a passkey, as a good code does.
