@@ -252,7 +252,7 @@ func operations(root *yaml.Node, pkg string) ([]byte, error) {
 			return fmt.Errorf("%s: the name %q is used twice", where, id)
 		}
 		seen[id] = true
-		ops = append(ops, named{prefix + goName(strings.ToUpper(id[:1])+id[1:]), id, where})
+		ops = append(ops, named{prefix + goName(id), id, where})
 		return nil
 	}
 	for i := 0; i+1 < len(paths.Content); i += 2 {
