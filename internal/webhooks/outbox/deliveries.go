@@ -413,9 +413,8 @@ func ReleaseOrphans(ctx context.Context, d *db.DB, owner string, held []Held, no
 	for _, h := range held {
 		q = q.Where("NOT (tenant_id = ? AND id = ?)", h.TenantID, h.ID)
 	}
-	r := q.Updates(map[string]any{
-		"status": string(Pending), "next_attempt_at": now,
-		"lease_owner": nil, "lease_expires_at": nil, "updated_at": now,
-	})
+	// What a worker writes when it hands a row back (Finish with a
+	// pending update), without the lease check Finish makes per row.
+	r := q.Updates(Update{Status: Pending, NextAttemptAt: &now}.columns(now))
 	return r.RowsAffected, r.Error
 }
